@@ -1,0 +1,19 @@
+"""duetbench: is B faster or slower than A, and by how much -- on noisy machines.
+
+Public Python API (see docs/api.md):
+
+- :func:`load` -- the iterations table of a results directory, Parquet or CSV file.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "load"]
+
+
+def load(path):  # noqa: ANN001, ANN201 - re-exported, documented in duetbench.process
+    """Return the iterations table (pandas DataFrame) of a results dir, .parquet or .csv."""
+    from .process import load as _load
+
+    return _load(path)

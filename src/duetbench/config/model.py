@@ -1,0 +1,99 @@
+"""The resolved experiment: frozen values that the planner and executors use.
+
+Both config formats (the thesis's `duetbench:` format and the native one) load
+into these. Everything here is plain data and JSON-serializable via ``to_dict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+METHOD_NAMES = ("seqn", "aduet", "sduet")
+
+#: The thesis tool's artifact commands, collected per host by default.
+DEFAULT_ARTIFACTS: dict[str, str] = {
+    "lscpu": "lscpu",
+    "meminfo": "cat /proc/meminfo",
+    "uname": "uname -a",
+    "hostname": "hostname",
+    "date": "date",
+}
+
+
+@dataclass(frozen=True)
+class Side:
+    """How to run one side (A or B) of a benchmark."""
+
+    command: str
+    sync_command: str | None = None  # external harness under sduet; `$$` -> the sync directory
+    image: str | None = None
+    results: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    workdir: str | None = None  # None: the side's private directory
+    setup: str | None = None
+    teardown: str | None = None
+    mounts: tuple[str, ...] = ()  # container mounts "host:container[:opts]"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    sides: tuple[tuple[str, Side], ...]  # (("A", side), ("B", side))
+    aa: bool  # B absent in the config: an A/A experiment
+    harness: str = "command"  # built-in harness, or the name of a result parser
+    suite: str = ""
+    repetitions: tuple[tuple[str, int], ...] = (("seqn", 0), ("aduet", 1), ("sduet", 0))
+    timeout: float | None = None  # seconds per run
+    iterations: int | None = 10  # built-in harness: iterations per run
+    time_budget: float | None = None  # built-in harness: seconds per run (instead of iterations)
+    warmup: int | str = 0  # iterations dropped by the analysis (int or "half")
+    busy_shorter_side: bool = False  # keep the side that finishes first iterating (filler)
+    cpus: str | tuple[int, ...] = "auto"  # "auto" | "none" | CPUs to draw from
+
+    def side(self, pair: str) -> Side:
+        return dict(self.sides)[pair]
+
+    def reps(self, method: str) -> int:
+        return dict(self.repetitions).get(method, 0)
+
+    @property
+    def external(self) -> bool:
+        return self.harness != "command"
+
+
+@dataclass(frozen=True)
+class ContainerSettings:
+    engine: str | None = None  # docker | podman | an explicit command
+    global_options: tuple[str, ...] = ()
+    run_options: tuple[str, ...] = ()
+    remove_containers: bool = True
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    seed: int
+    schedule: str  # sequential | rmit
+    benchmarks: tuple[Benchmark, ...]
+    artifacts: tuple[tuple[str, str], ...] = tuple(DEFAULT_ARTIFACTS.items())
+    executor: str = "local"  # local | docker | podman
+    container: ContainerSettings = field(default_factory=ContainerSettings)
+    kill_grace: float = 5.0  # seconds between SIGTERM and SIGKILL on timeout
+    background: str | None = None  # a command that lives as long as the experiment
+    setup: str | None = None  # once before the first run
+    teardown: str | None = None  # once after the last run
+    retries: int = 0  # re-runs on another host when a worker dies (cluster)
+    design: str = "default"  # default | balanced (cluster)
+    hosts: tuple[tuple[str, Any], ...] = ()  # host requirements (cluster)
+    source: str = ""  # the config file
+    format: str = "native"  # native | thesis
+
+    def benchmark(self, name: str) -> Benchmark:
+        for b in self.benchmarks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

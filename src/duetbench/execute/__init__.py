@@ -1,0 +1,1 @@
+"""Executing one RunSpec on this host: drivers, the local and container executors."""

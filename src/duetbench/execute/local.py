@@ -1,0 +1,344 @@
+"""The local executor: each side in its own driver process and process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..hosts import available_cpus, host_name
+from ..plan import RunSpec, SideSpec
+
+ReadyTimeout = 120.0
+
+
+@dataclass
+class RunOutcome:
+    """The run record (run.json) and, if the run was cut short by Ctrl-C/SIGTERM/a bug, why."""
+
+    record: dict[str, Any]
+    exception: BaseException | None = None
+
+
+def resolve_cpus(policy: str | tuple[int, ...] | list[int], host_cpus: list[int]) -> tuple[list[int], bool]:
+    """The CPUs benchmark sides are pinned to, and whether a duet on them uses every core.
+
+    ``auto``: all available CPUs, leaving the first one free when there are more than two.
+    """
+    if policy == "none":
+        return [], False
+    if policy == "auto":
+        cpus = host_cpus[1:] if len(host_cpus) > 2 else list(host_cpus)
+    else:
+        cpus = [c for c in policy if c in host_cpus] or list(policy)
+    return cpus, len(cpus) >= len(host_cpus) and len(host_cpus) <= 2
+
+
+def side_cpus(side: SideSpec, cpus: list[int]) -> list[int]:
+    if side.cpu_slot is None or not cpus:
+        return []
+    return [cpus[side.cpu_slot % len(cpus)]]
+
+
+def stderr_tail(path: Path, limit: int = 2000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+class LocalExecutor:
+    """Runs a RunSpec with local processes. ``exec_prefix`` lets the container executor reuse it."""
+
+    name = "local"
+
+    def __init__(self, host: str | None = None) -> None:
+        self.host = host or host_name()
+        self.host_cpus = available_cpus()
+
+    # hooks for subclasses (the container executor)
+    def side_cwd(self, spec: RunSpec, side: SideSpec, side_dir: Path) -> str:
+        if side.workdir:
+            wd = Path(side.workdir).expanduser()
+            if not wd.is_absolute() and spec.base_dir:
+                wd = Path(spec.base_dir) / wd
+            return str(wd)
+        return str(side_dir)
+
+    def exec_prefix(self, spec: RunSpec, side: SideSpec, side_dir: Path) -> list[str]:
+        return []
+
+    def before_launch(self, spec: RunSpec, run_dir: Path) -> None:
+        """Called before drivers start (containers: start them)."""
+
+    def collect(self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str) -> tuple[list[str], list[str]]:
+        """Copy the side's `results:` into its directory; return (collected, missing) relative paths."""
+        collected, missing = [], []
+        for res in side.results:
+            src = Path(res) if os.path.isabs(res) else Path(cwd) / res
+            try:
+                inside = src.resolve().is_relative_to(side_dir.resolve())
+            except OSError:
+                inside = False
+            if inside:
+                if src.exists():
+                    collected.append(str(src.resolve().relative_to(side_dir.resolve())))
+                else:
+                    missing.append(res)
+                continue
+            dst = side_dir / "results" / src.name
+            dst.parent.mkdir(exist_ok=True)
+            try:
+                if src.is_dir():
+                    shutil.copytree(src, dst, dirs_exist_ok=True)
+                else:
+                    shutil.copy2(src, dst)
+                collected.append(str(dst.relative_to(side_dir)))
+            except FileNotFoundError:
+                missing.append(res)
+            except OSError as exc:
+                missing.append(f"{res} ({exc.strerror})")
+        return collected, missing
+
+    def after_run(self, spec: RunSpec, run_dir: Path) -> None:
+        """Called after the run, whatever happened (containers: stop and remove)."""
+
+    # ------------------------------------------------------------------ the run
+    def execute(self, spec: RunSpec, run_dir: Path, *, on_event: Callable[[str, dict[str, Any]], None] | None = None
+                ) -> RunOutcome:
+        """Execute ``spec`` with its files under ``run_dir``; return the run record (run.json)."""
+        cpus, all_busy = resolve_cpus(spec.cpus, self.host_cpus)
+        record: dict[str, Any] = {
+            "run_id": spec.run_id, "benchmark": spec.benchmark, "suite": spec.suite, "method": spec.method,
+            "rep": spec.rep, "order": spec.order, "host": self.host, "executor": self.name,
+            "status": "ok", "message": "", "spec": spec.to_dict(), "sides": {},
+            "all_cores_busy": bool(spec.is_duet and all_busy and cpus), "start_ns": time.time_ns(),
+        }
+        coordinator = None
+        drivers: dict[str, subprocess.Popen[bytes]] = {}
+        side_info: dict[str, dict[str, Any]] = {}
+        interrupted: BaseException | None = None
+        try:
+            self.before_launch(spec, run_dir)
+            sync_dir = None
+            if spec.method == "sduet":
+                from ..sync import SyncCoordinator
+
+                sync_dir = run_dir / ".sync"
+                coordinator = SyncCoordinator.create(sync_dir, pairs=spec.pairs)
+                coordinator.start()
+            # 1. start every driver; each sets up, pins itself and says "ready"
+            for side in spec.sides:
+                side_dir = run_dir / side.pair
+                side_dir.mkdir(parents=True, exist_ok=True)
+                cwd = self.side_cwd(spec, side, side_dir)
+                info = {"cpus": side_cpus(side, cpus), "cwd": cwd, "side_dir": side_dir}
+                side_info[side.pair] = info
+                drivers[side.pair] = self._start_driver(spec, side, side_dir, cwd, info["cpus"], run_dir, sync_dir)
+            for pair, proc in drivers.items():
+                line = _readline(proc, ReadyTimeout)
+                if line != "ready":
+                    side_info[pair]["setup_failed"] = True
+            # 2. go, in the drawn order
+            for pair, proc in drivers.items():
+                side_info[pair]["go_ns"] = time.time_ns()
+                try:
+                    assert proc.stdin is not None
+                    proc.stdin.write(b"go\n")
+                    proc.stdin.flush()
+                    proc.stdin.close()
+                except (BrokenPipeError, OSError):
+                    pass
+            if on_event:
+                on_event("started", {"run_id": spec.run_id})
+            # 3. wait, with the timeout
+            deadline = time.monotonic() + spec.timeout if spec.timeout else None
+            timed_out = self._wait(drivers, deadline, coordinator, side_info)
+            if timed_out:
+                record["status"] = "timeout"
+                record["message"] = f"timeout after {spec.timeout:g} s; both sides stopped"
+                self._terminate(drivers, spec.kill_grace, side_info)
+        except BaseException as exc:  # Ctrl-C, SIGTERM of duet run, or a bug: never leave processes
+            interrupted = exc
+            record["status"] = "interrupted"
+            record["message"] = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else f"error: {exc!r}"
+            self._terminate(drivers, min(spec.kill_grace, 2.0), side_info)
+        finally:
+            for proc in drivers.values():  # reap stragglers a workload left in its group
+                kill_group(proc.pid, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            if coordinator is not None:
+                record["sync"] = {"go_count": len(coordinator.go_times_ns)}
+                coordinator.close()
+            try:
+                self._finish_sides(spec, record, side_info, drivers)
+            finally:
+                self.after_run(spec, run_dir)
+        record["end_ns"] = time.time_ns()
+        return RunOutcome(record, interrupted)
+
+    def _start_driver(self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str, cpus: list[int],
+                      run_dir: Path, sync_dir: Path | None) -> subprocess.Popen[bytes]:
+        env = dict(side.env)
+        env.update({
+            "DUET_PAIR": side.pair, "DUET_RUN": spec.run_id, "DUET_METHOD": spec.method,
+            "DUET_OUTPUT_DIR": str(side_dir), "DUET_BENCHMARK": spec.benchmark, "DUET_REP": str(spec.rep),
+        })
+        if sync_dir is not None:
+            env["DUET_SYNC_DIR"] = str(sync_dir)
+        peer = [s.pair for s in spec.sides if s.pair != side.pair]
+        driver_spec = {
+            "pair": side.pair, "run_id": spec.run_id, "method": spec.method, "harness": spec.harness,
+            "command": side.command, "env": env, "cwd": cwd, "side_dir": str(side_dir), "cpus": cpus,
+            "iterations": spec.iterations, "time_budget": spec.time_budget,
+            "busy_shorter_side": spec.busy_shorter_side and spec.is_duet,
+            "own_done_file": str(run_dir / f".done.{side.pair}"),
+            "peer_done_file": str(run_dir / f".done.{peer[0]}") if peer else None,
+            "sync": sync_dir is not None, "sync_dir": str(sync_dir) if sync_dir else None,
+            "parent_pid": os.getpid(), "setup": side.setup, "teardown": side.teardown,
+            "exec_prefix": self.exec_prefix(spec, side, side_dir),
+        }
+        spec_path = side_dir / ".driver.json"
+        spec_path.write_text(json.dumps(driver_spec))
+        driver_err = open(side_dir / ".driver.log", "ab")
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "duetbench.execute.driver", str(spec_path)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=driver_err, process_group=0,
+                close_fds=True,
+            )
+        finally:
+            driver_err.close()
+
+    def _wait(self, drivers: dict[str, subprocess.Popen[bytes]], deadline: float | None, coordinator: Any,
+              side_info: dict[str, dict[str, Any]]) -> bool:
+        pending = dict(drivers)
+        while pending:
+            for pair, proc in list(pending.items()):
+                if proc.poll() is not None:
+                    side_info[pair]["exit_ns"] = time.time_ns()
+                    del pending[pair]
+                    if coordinator is not None:
+                        coordinator.side_finished(pair)
+            if not pending:
+                return False
+            if deadline is not None and time.monotonic() >= deadline:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def _terminate(self, drivers: dict[str, subprocess.Popen[bytes]], grace: float,
+                   side_info: dict[str, dict[str, Any]]) -> None:
+        live = {p: d for p, d in drivers.items() if d.poll() is None}
+        for pair, proc in live.items():
+            side_info[pair]["terminated"] = True
+            kill_group(proc.pid, signal.SIGTERM)
+        end = time.monotonic() + grace
+        while time.monotonic() < end and any(group_alive(d.pid) for d in live.values()):
+            time.sleep(0.02)
+        for pair, proc in live.items():
+            kill_group(proc.pid, signal.SIGKILL)
+            side_info[pair].setdefault("exit_ns", time.time_ns())
+
+    def _finish_sides(self, spec: RunSpec, record: dict[str, Any], side_info: dict[str, dict[str, Any]],
+                      drivers: dict[str, subprocess.Popen[bytes]]) -> None:
+        problems = []
+        for side in spec.sides:
+            info = side_info.get(side.pair)
+            if info is None:
+                continue
+            side_dir: Path = info["side_dir"]
+            res_path = side_dir / "driver-result.json"
+            try:
+                res = json.loads(res_path.read_text())
+                res_path.unlink()
+            except (OSError, json.JSONDecodeError):
+                res = {}
+            proc = drivers.get(side.pair)
+            rc = proc.returncode if proc is not None else None
+            collected, missing = ([], [])
+            if spec.harness != "command":
+                collected, missing = self.collect(spec, side, side_dir, info["cwd"])
+            status = res.get("status") or ("terminated" if info.get("terminated") else "failed")
+            if info.get("terminated"):
+                status = "terminated"
+            message = res.get("message", "")
+            if info.get("setup_failed") and status == "ok":
+                status, message = "failed", "the driver did not start (see .driver.log)"
+            if status == "ok" and missing:
+                status = "failed"
+                message = f"result file(s) not found: {', '.join(missing)}"
+            if not res and not info.get("terminated"):
+                message = message or f"driver exited with {rc} (see {side.pair}/.driver.log)"
+            record["sides"][side.pair] = {
+                "pair": side.pair, "cpus": info["cpus"], "cwd": info["cwd"], "status": status,
+                "start_ns": res.get("start_ns", info.get("go_ns")),
+                "end_ns": res.get("end_ns", info.get("exit_ns")),
+                "exit_code": res.get("exit_code", rc), "driver_exit": rc,
+                "iterations": res.get("iterations"), "filler": res.get("filler", 0),
+                "message": message, "result_files": collected, "missing_results": missing,
+                "stderr_tail": stderr_tail(side_dir / "stderr.log"),
+            }
+            if status == "failed":
+                problems.append(f"side {side.pair}: {message}")
+            for tmp in (".driver.json",):
+                try:
+                    (side_dir / tmp).unlink()
+                except OSError:
+                    pass
+        if record["status"] == "ok" and problems:
+            record["status"] = "failed"
+            record["message"] = "; ".join(problems)
+
+
+def _readline(proc: subprocess.Popen[bytes], timeout: float) -> str:
+    """One line from the driver's stdout, or '' on EOF/timeout."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    buf = b""
+    end = time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0:
+            return ""
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            return ""
+        chunk = os.read(fd, 1)
+        if not chunk:
+            return ""
+        buf += chunk
+    return buf.decode().strip()

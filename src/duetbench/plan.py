@@ -1,0 +1,168 @@
+"""Experiment -> ordered list of RunSpecs. Pure: no I/O, every draw from the seed.
+
+Draws (per benchmark x method, from a generator keyed by the experiment seed,
+the benchmark name and the method, so ``--only`` does not change them):
+- the AB/BA launch order of every duet run, balanced (as many AB as BA, +-1);
+- which CPU slot side A gets, balanced the same way (METHODS.md 1: CPU asymmetry).
+The RMIT schedule shuffles the whole plan with the experiment seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config.model import METHOD_NAMES, Benchmark, Experiment
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SideSpec:
+    pair: str  # "A" | "B"
+    command: str
+    env: tuple[tuple[str, str], ...] = ()
+    workdir: str | None = None
+    results: tuple[str, ...] = ()
+    cpu_slot: int | None = None  # index into the host's benchmark CPUs; None = not pinned
+    image: str | None = None
+    setup: str | None = None
+    teardown: str | None = None
+    mounts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: everything an executor needs, self-contained and JSON-serializable."""
+
+    index: int  # position in the full (unfiltered) plan
+    run_id: str
+    experiment: str
+    benchmark: str
+    suite: str
+    method: str  # seqn | aduet | sduet
+    rep: int
+    order: str | None  # "AB" | "BA" for duet runs; None for seqn
+    sides: tuple[SideSpec, ...]  # in launch order
+    harness: str = "command"
+    iterations: int | None = 10
+    time_budget: float | None = None
+    timeout: float | None = None
+    busy_shorter_side: bool = False
+    kill_grace: float = 5.0
+    cpus: str | tuple[int, ...] = "auto"
+    executor: str = "local"
+    container: dict[str, Any] = field(default_factory=dict)
+    warmup: int | str = 0
+    aa: bool = False
+    base_dir: str = ""  # directory of the config file: relative workdirs are relative to it
+
+    @property
+    def is_duet(self) -> bool:
+        return self.method in ("aduet", "sduet")
+
+    @property
+    def pairs(self) -> tuple[str, ...]:
+        return tuple(s.pair for s in self.sides)
+
+    def side(self, pair: str) -> SideSpec:
+        for s in self.sides:
+            if s.pair == pair:
+                return s
+        raise KeyError(pair)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> RunSpec:
+        d = dict(d)
+        d["sides"] = tuple(
+            SideSpec(**{**s, "env": tuple(tuple(x) for x in s.get("env", ())),
+                        "results": tuple(s.get("results", ())), "mounts": tuple(s.get("mounts", ()))})
+            for s in d["sides"]
+        )
+        if isinstance(d.get("cpus"), list):
+            d["cpus"] = tuple(d["cpus"])
+        return RunSpec(**d)
+
+
+def stable_key(*parts: object) -> int:
+    """A 64-bit integer from strings, identical across processes and platforms."""
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8)
+    return int.from_bytes(h.digest(), "little")
+
+
+def _balanced(rng: np.random.Generator, n: int, values: tuple[Any, Any]) -> list[Any]:
+    seq = [values[i % 2] for i in range(n)]
+    if n % 2:  # the odd one out is a fair coin, not always values[0]
+        seq[-1] = values[int(rng.integers(2))]
+    return [seq[i] for i in rng.permutation(n)]
+
+
+def _side(bench: Benchmark, pair: str, method: str, slot: int | None) -> SideSpec:
+    s = bench.side(pair)
+    command = s.command
+    if method == "sduet" and bench.external and s.sync_command:
+        command = s.sync_command
+    return SideSpec(pair=pair, command=command, env=s.env, workdir=s.workdir, results=s.results,
+                    cpu_slot=slot, image=s.image, setup=s.setup, teardown=s.teardown, mounts=s.mounts)
+
+
+def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = []
+    pinned = bench.cpus != "none"
+    for method in METHOD_NAMES:
+        n = bench.reps(method)
+        if n == 0:
+            continue
+        rng = np.random.default_rng([exp.seed, stable_key(bench.name, method)])
+        if method == "seqn":
+            for rep in range(n):
+                for pair in ("A", "B"):
+                    runs.append(dict(run_id=f"{bench.name}.seqn.{rep:03d}.{pair}", method=method, rep=rep,
+                                     order=None, sides=(_side(bench, pair, method, 0 if pinned else None),)))
+            continue
+        orders = _balanced(rng, n, ("AB", "BA"))
+        a_slots = _balanced(rng, n, (0, 1))
+        for rep in range(n):
+            slot = {"A": a_slots[rep], "B": 1 - a_slots[rep]}
+            sides = tuple(_side(bench, p, method, slot[p] if pinned else None) for p in orders[rep])
+            runs.append(dict(run_id=f"{bench.name}.{method}.{rep:03d}", method=method, rep=rep,
+                             order=orders[rep], sides=sides))
+    return runs
+
+
+def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) -> list[RunSpec]:
+    """The ordered runs of ``exp``; ``only`` keeps the named benchmarks (same draws as unfiltered)."""
+    names = [b.name for b in exp.benchmarks]
+    if only:
+        unknown = [o for o in only if o not in names]
+        if unknown:
+            raise ConfigError(f"--only names unknown benchmark(s) {', '.join(unknown)}; "
+                              f"the config has: {', '.join(names)}")
+    raw: list[tuple[Benchmark, dict[str, Any]]] = []
+    for bench in exp.benchmarks:
+        raw.extend((bench, r) for r in _runs_of(exp, bench))
+    if exp.schedule == "rmit":
+        perm = np.random.default_rng([exp.seed, stable_key("rmit")]).permutation(len(raw))
+        raw = [raw[i] for i in perm]
+    container = {"engine": exp.container.engine, "global_options": list(exp.container.global_options),
+                 "run_options": list(exp.container.run_options),
+                 "remove_containers": exp.container.remove_containers}
+    plan = []
+    for index, (bench, r) in enumerate(raw):
+        plan.append(RunSpec(
+            index=index, experiment=exp.name, benchmark=bench.name, suite=bench.suite,
+            harness=bench.harness, iterations=bench.iterations, time_budget=bench.time_budget,
+            timeout=bench.timeout, busy_shorter_side=bench.busy_shorter_side, kill_grace=exp.kill_grace,
+            cpus=bench.cpus, executor=exp.executor, container=container, warmup=bench.warmup, aa=bench.aa,
+            base_dir=str(Path(exp.source).resolve().parent) if exp.source else "",
+            **r,
+        ))
+    if only:
+        plan = [r for r in plan if r.benchmark in only]
+    return plan

@@ -1,0 +1,1 @@
+"""Everything a person or a CI job reads: terminal, JSON, Markdown, HTML."""

@@ -1,0 +1,85 @@
+"""The terminal while an experiment runs: a progress bar with ETA and a closing summary."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ..plan import RunSpec
+from ..schedule.inline import ExperimentSummary
+from ..store import ResultsStore
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow", "interrupted": "magenta"}
+
+
+class RichObserver:
+    """Progress bar (runs done/total, elapsed, ETA, current benchmark and method); ``-v``: a line per run."""
+
+    def __init__(self, console: Console | None = None, verbose: bool = False) -> None:
+        self.console = console or Console(stderr=True)
+        self.verbose = verbose
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self._t_run = 0.0
+
+    def experiment_started(self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]) -> None:
+        done = len(plan) - len(todo)
+        if done:
+            self.console.print(f"[bold]resuming[/] {store.root}: {done} of {len(plan)} runs already finished")
+        else:
+            self.console.print(f"[bold]duet run[/] {len(plan)} runs -> {store.root}")
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("runs"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=self.console, transient=False, refresh_per_second=4,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("starting", total=len(plan), completed=done)
+
+    def run_started(self, spec: RunSpec) -> None:
+        self._t_run = time.monotonic()
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"{spec.benchmark} [cyan]{spec.method}[/] #{spec.rep}")
+
+    def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None:
+        status = record.get("status", "?")
+        if self.progress is not None:
+            self.progress.advance(self.task)
+        if self.verbose or status not in ("ok",):
+            style = STATUS_STYLE.get(status, "white")
+            sides = record.get("sides", {})
+            its = "/".join(str(sides.get(p, {}).get("iterations", "-")) for p in spec.pairs)
+            order = f" {spec.order}" if spec.order else ""
+            msg = f" - {record.get('message')}" if record.get("message") else ""
+            line = (f"[{style}]{status:<11}[/] {spec.run_id}{order} iterations {its} "
+                    f"({time.monotonic() - self._t_run:.1f} s){msg}")
+            (self.progress.console if self.progress else self.console).print(line, highlight=False)
+
+    def experiment_finished(self, summary: ExperimentSummary) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        print_summary(self.console, summary)
+
+
+def print_summary(console: Console, summary: ExperimentSummary) -> None:
+    parts = [f"[{STATUS_STYLE.get(k, 'white')}]{v} {k}[/]" for k, v in sorted(summary.statuses.items())]
+    ran = ", ".join(parts) if parts else "no run executed"
+    skipped = f"; {summary.skipped} already finished" if summary.skipped else ""
+    head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
+    console.print(f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. Results: [bold]{summary.root}[/]")
+    if summary.all_cores_busy:
+        console.print("[yellow]note:[/] duet runs used every core of this machine; the OS and other tenants "
+                      "then land on one side only, which widens the intervals (METHODS.md 1).")
+    if summary.interrupted:
+        console.print(f"Continue with: duet run <config> -o {summary.root.parent} --resume")

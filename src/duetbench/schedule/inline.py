@@ -1,0 +1,176 @@
+"""Run an experiment's plan on this machine, one run at a time, resumable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..config.model import Experiment
+from ..errors import ResultsDirError
+from ..execute.base import get_executor
+from ..execute.local import kill_group
+from ..hosts import detect_host, host_name, run_artifacts
+from ..plan import RunSpec, make_plan
+from ..store import ResultsStore
+
+
+class Observer(Protocol):
+    def experiment_started(self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]) -> None: ...
+    def run_started(self, spec: RunSpec) -> None: ...
+    def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None: ...
+    def experiment_finished(self, summary: ExperimentSummary) -> None: ...
+
+
+class NullObserver:
+    def experiment_started(self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]) -> None:
+        pass
+
+    def run_started(self, spec: RunSpec) -> None:
+        pass
+
+    def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None:
+        pass
+
+    def experiment_finished(self, summary: ExperimentSummary) -> None:
+        pass
+
+
+@dataclass
+class ExperimentSummary:
+    root: Path
+    planned: int
+    skipped: int  # already finished before this invocation (resume)
+    statuses: dict[str, int] = field(default_factory=dict)
+    interrupted: bool = False
+    all_cores_busy: bool = False
+    elapsed_s: float = 0.0
+    recovered: list[str] = field(default_factory=list)
+
+
+def open_store(exp: Experiment, out_dir: Path, plan_all: list[RunSpec], resume: bool) -> ResultsStore:
+    root = Path(out_dir) / exp.name
+    if not resume:
+        return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
+    if not (root / "experiment.json").exists():
+        if root.exists() and any(root.iterdir()):
+            raise ResultsDirError(f"--resume: {root} exists but holds no experiment.json; it is not a "
+                                  "duetbench results directory")
+        return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
+    store = ResultsStore.open(root)
+    stored = {r["run_id"]: r for r in store.experiment().get("plan", [])}
+    changed = [r.run_id for r in plan_all
+               if r.run_id not in stored or _comparable(stored[r.run_id]) != _comparable(r.to_dict())]
+    if changed or len(stored) != len(plan_all):
+        raise ResultsDirError(
+            f"--resume: the config no longer matches the experiment in {root} "
+            f"({len(changed) or abs(len(stored) - len(plan_all))} planned run(s) differ, e.g. "
+            f"{(changed or ['the number of runs'])[0]}). Resume with the same config and seed, or write the "
+            "new experiment to another directory with -o."
+        )
+    return store
+
+
+def _comparable(d: dict[str, Any]) -> Any:
+    import json
+
+    d = {k: v for k, v in d.items() if k not in ("executor", "base_dir")}
+    return json.loads(json.dumps(d, default=str))
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextmanager
+def _background(command: str | None, cwd: str) -> Iterator[None]:
+    """A command that lives for the experiment (e.g. a noisy neighbour); always stopped."""
+    if not command:
+        yield
+        return
+    proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd or None, process_group=0,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(proc.pid, signal.SIGKILL)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def record_host(store: ResultsStore, exp: Experiment, host: str | None = None) -> None:
+    host = host or host_name()
+    if store.host_path(host).exists():
+        return
+    info = detect_host()
+    info["host"] = host
+    info["artifacts"] = run_artifacts(exp.artifacts)
+    store.write_host(host, info)
+
+
+def run_experiment(exp: Experiment, out_dir: str | Path, *, resume: bool = False, only: list[str] | None = None,
+                   observer: Observer | None = None) -> ExperimentSummary:
+    """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once."""
+    observer = observer or NullObserver()
+    plan_all = make_plan(exp)
+    plan = make_plan(exp, only) if only else plan_all
+    executor = get_executor(exp.executor, settings=exp.to_dict().get("container"))
+    store = open_store(exp, Path(out_dir), plan_all, resume)
+    recovered = store.prepare_resume() if resume else []
+    finished = store.finished()
+    todo = [r for r in plan if r.run_id not in finished]
+    summary = ExperimentSummary(root=store.root, planned=len(plan), skipped=len(plan) - len(todo),
+                                recovered=recovered)
+    t0 = time.monotonic()
+    base_dir = str(Path(exp.source).resolve().parent) if exp.source else os.getcwd()
+    with _sigterm_as_interrupt():
+        try:
+            record_host(store, exp, executor.host)
+            observer.experiment_started(store, plan, todo)
+            with _background(exp.background, base_dir):
+                if exp.setup and todo:
+                    subprocess.run(["/bin/sh", "-c", exp.setup], cwd=base_dir, check=False)
+                for spec in todo:
+                    observer.run_started(spec)
+                    tmp = store.new_run_dir(spec.run_id)
+                    outcome = executor.execute(spec, tmp)
+                    store.commit_run(tmp, outcome.record)
+                    status = outcome.record["status"]
+                    summary.statuses[status] = summary.statuses.get(status, 0) + 1
+                    summary.all_cores_busy |= bool(outcome.record.get("all_cores_busy"))
+                    observer.run_finished(spec, outcome.record)
+                    if outcome.exception is not None:
+                        raise outcome.exception
+                if exp.teardown and todo:
+                    subprocess.run(["/bin/sh", "-c", exp.teardown], cwd=base_dir, check=False)
+        except KeyboardInterrupt:
+            summary.interrupted = True
+        finally:
+            summary.elapsed_s = time.monotonic() - t0
+            observer.experiment_finished(summary)
+    return summary
