@@ -13,17 +13,35 @@ from .errors import DuetError
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run an experiment from a duet.yml",
-                       description="Run an experiment: every planned run of every benchmark and method.")
+    p = sub.add_parser(
+        "run",
+        help="run an experiment from a duet.yml",
+        description="Run an experiment: every planned run of every benchmark and method.",
+    )
     p.add_argument("config", type=Path, help="the duet.yml")
-    p.add_argument("-o", "--output", type=Path, default=Path("results"),
-                   help="parent directory of the results (default: results/); the experiment goes to OUTPUT/<name>")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted experiment in OUTPUT/<name>")
-    p.add_argument("--only", action="append", metavar="BENCH", help="run only this benchmark (repeatable)")
-    p.add_argument("--executor", choices=["local", "docker", "podman"], help="override the config's executor")
-    p.add_argument("--cluster", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786 or local:N")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("results"),
+        help="parent directory of the results (default: results/); the experiment goes to OUTPUT/<name>",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue an interrupted experiment in OUTPUT/<name>"
+    )
+    p.add_argument(
+        "--only", action="append", metavar="BENCH", help="run only this benchmark (repeatable)"
+    )
+    p.add_argument(
+        "--executor", choices=["local", "docker", "podman"], help="override the config's executor"
+    )
+    p.add_argument(
+        "--cluster", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786 or local:N"
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
-    p.add_argument("--no-compare", action="store_true", help="do not print the verdict table at the end")
+    p.add_argument(
+        "--no-compare", action="store_true", help="do not print the verdict table at the end"
+    )
     p.set_defaults(func=cmd_run)
 
 
@@ -56,14 +74,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in plan], indent=2))
         return 0
-    table = Table(title=f"{exp.name}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
-                        f"executor {exp.executor}")
+    table = Table(
+        title=f"{exp.name}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
+        f"executor {exp.executor}"
+    )
     for col in ("#", "run", "benchmark", "method", "rep", "order", "A cpu slot", "harness"):
         table.add_column(col)
     for r in plan:
         slot = {s.pair: s.cpu_slot for s in r.sides}
-        table.add_row(str(r.index), r.run_id, r.benchmark, r.method, str(r.rep), r.order or "-",
-                      "-" if slot.get("A") is None else str(slot["A"]), r.harness)
+        table.add_row(
+            str(r.index),
+            r.run_id,
+            r.benchmark,
+            r.method,
+            str(r.rep),
+            r.order or "-",
+            "-" if slot.get("A") is None else str(slot["A"]),
+            r.harness,
+        )
     Console().print(table)
     return 0
 
@@ -78,8 +106,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.cluster:
         from .schedule.cluster import run_experiment_cluster
 
-        summary = run_experiment_cluster(exp, args.output, address=args.cluster, resume=args.resume,
-                                         only=only, observer=observer)
+        summary = run_experiment_cluster(
+            exp, args.output, address=args.cluster, resume=args.resume, only=only, observer=observer
+        )
     else:
         from .schedule.inline import run_experiment
 
@@ -105,8 +134,12 @@ REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_add_run, _add
 def _optional_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Subcommands that live in their own modules (each exposes register_cli)."""
     found = []
-    for mod in ("duetbench.report.compare_cli", "duetbench.noise", "duetbench.report.evaluate_cli",
-                "duetbench.report.hosts_cli"):
+    for mod in (
+        "duetbench.report.compare_cli",
+        "duetbench.noise",
+        "duetbench.report.evaluate_cli",
+        "duetbench.report.hosts_cli",
+    ):
         try:
             module = __import__(mod, fromlist=["register_cli"])
         except ImportError:
@@ -118,7 +151,9 @@ def _optional_registrars() -> list[Callable[[argparse._SubParsersAction], None]]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="duet", description="A/B performance comparison with duet benchmarking.")
+    parser = argparse.ArgumentParser(
+        prog="duet", description="A/B performance comparison with duet benchmarking."
+    )
     parser.add_argument("--version", action="version", version=f"duetbench {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -18,8 +18,14 @@ class DuetError(Exception):
 class ConfigError(DuetError):
     """A `duet.yml` that cannot be used: names file, line and key."""
 
-    def __init__(self, message: str, *, file: str | Path | None = None, line: int | None = None,
-                 key: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
         self.file = str(file) if file is not None else None
         self.line = line
         self.key = key

@@ -93,8 +93,9 @@ def _read(path: str) -> str | None:
         return None
 
 
-def run_artifacts(artifacts: Iterable[tuple[str, str]], *, prefix: list[str] | None = None,
-                  timeout: float = 30.0) -> dict[str, dict[str, Any]]:
+def run_artifacts(
+    artifacts: Iterable[tuple[str, str]], *, prefix: list[str] | None = None, timeout: float = 30.0
+) -> dict[str, dict[str, Any]]:
     """Run each artifact command (through ``sh -c``; ``prefix`` e.g. a container exec).
 
     A failing command is recorded with its exit code and stderr, never raised.
@@ -103,12 +104,22 @@ def run_artifacts(artifacts: Iterable[tuple[str, str]], *, prefix: list[str] | N
     for name, command in artifacts:
         argv = [*(prefix or []), "sh", "-c", command]
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                               stdin=subprocess.DEVNULL)
-            out[name] = {"command": command, "exit_code": p.returncode, "stdout": p.stdout,
-                         "stderr": p.stderr[-2000:]}
+            p = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            )
+            out[name] = {
+                "command": command,
+                "exit_code": p.returncode,
+                "stdout": p.stdout,
+                "stderr": p.stderr[-2000:],
+            }
         except subprocess.TimeoutExpired:
-            out[name] = {"command": command, "exit_code": None, "stdout": "", "stderr": f"timed out after {timeout}s"}
+            out[name] = {
+                "command": command,
+                "exit_code": None,
+                "stdout": "",
+                "stderr": f"timed out after {timeout}s",
+            }
         except OSError as exc:
             out[name] = {"command": command, "exit_code": None, "stdout": "", "stderr": str(exc)}
     return out

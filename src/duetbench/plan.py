@@ -81,8 +81,14 @@ class RunSpec:
     def from_dict(d: dict[str, Any]) -> RunSpec:
         d = dict(d)
         d["sides"] = tuple(
-            SideSpec(**{**s, "env": tuple(tuple(x) for x in s.get("env", ())),
-                        "results": tuple(s.get("results", ())), "mounts": tuple(s.get("mounts", ()))})
+            SideSpec(
+                **{
+                    **s,
+                    "env": tuple(tuple(x) for x in s.get("env", ())),
+                    "results": tuple(s.get("results", ())),
+                    "mounts": tuple(s.get("mounts", ())),
+                }
+            )
             for s in d["sides"]
         )
         if isinstance(d.get("cpus"), list):
@@ -108,8 +114,18 @@ def _side(bench: Benchmark, pair: str, method: str, slot: int | None) -> SideSpe
     command = s.command
     if method == "sduet" and bench.external and s.sync_command:
         command = s.sync_command
-    return SideSpec(pair=pair, command=command, env=s.env, workdir=s.workdir, results=s.results,
-                    cpu_slot=slot, image=s.image, setup=s.setup, teardown=s.teardown, mounts=s.mounts)
+    return SideSpec(
+        pair=pair,
+        command=command,
+        env=s.env,
+        workdir=s.workdir,
+        results=s.results,
+        cpu_slot=slot,
+        image=s.image,
+        setup=s.setup,
+        teardown=s.teardown,
+        mounts=s.mounts,
+    )
 
 
 def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
@@ -123,16 +139,30 @@ def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
         if method == "seqn":
             for rep in range(n):
                 for pair in ("A", "B"):
-                    runs.append(dict(run_id=f"{bench.name}.seqn.{rep:03d}.{pair}", method=method, rep=rep,
-                                     order=None, sides=(_side(bench, pair, method, 0 if pinned else None),)))
+                    runs.append(
+                        dict(
+                            run_id=f"{bench.name}.seqn.{rep:03d}.{pair}",
+                            method=method,
+                            rep=rep,
+                            order=None,
+                            sides=(_side(bench, pair, method, 0 if pinned else None),),
+                        )
+                    )
             continue
         orders = _balanced(rng, n, ("AB", "BA"))
         a_slots = _balanced(rng, n, (0, 1))
         for rep in range(n):
             slot = {"A": a_slots[rep], "B": 1 - a_slots[rep]}
             sides = tuple(_side(bench, p, method, slot[p] if pinned else None) for p in orders[rep])
-            runs.append(dict(run_id=f"{bench.name}.{method}.{rep:03d}", method=method, rep=rep,
-                             order=orders[rep], sides=sides))
+            runs.append(
+                dict(
+                    run_id=f"{bench.name}.{method}.{rep:03d}",
+                    method=method,
+                    rep=rep,
+                    order=orders[rep],
+                    sides=sides,
+                )
+            )
     return runs
 
 
@@ -142,27 +172,45 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
     if only:
         unknown = [o for o in only if o not in names]
         if unknown:
-            raise ConfigError(f"--only names unknown benchmark(s) {', '.join(unknown)}; "
-                              f"the config has: {', '.join(names)}")
+            raise ConfigError(
+                f"--only names unknown benchmark(s) {', '.join(unknown)}; "
+                f"the config has: {', '.join(names)}"
+            )
     raw: list[tuple[Benchmark, dict[str, Any]]] = []
     for bench in exp.benchmarks:
         raw.extend((bench, r) for r in _runs_of(exp, bench))
     if exp.schedule == "rmit":
         perm = np.random.default_rng([exp.seed, stable_key("rmit")]).permutation(len(raw))
         raw = [raw[i] for i in perm]
-    container = {"engine": exp.container.engine, "global_options": list(exp.container.global_options),
-                 "run_options": list(exp.container.run_options),
-                 "remove_containers": exp.container.remove_containers}
+    container = {
+        "engine": exp.container.engine,
+        "global_options": list(exp.container.global_options),
+        "run_options": list(exp.container.run_options),
+        "remove_containers": exp.container.remove_containers,
+    }
     plan = []
     for index, (bench, r) in enumerate(raw):
-        plan.append(RunSpec(
-            index=index, experiment=exp.name, benchmark=bench.name, suite=bench.suite,
-            harness=bench.harness, iterations=bench.iterations, time_budget=bench.time_budget,
-            timeout=bench.timeout, busy_shorter_side=bench.busy_shorter_side, kill_grace=exp.kill_grace,
-            cpus=bench.cpus, executor=exp.executor, container=container, warmup=bench.warmup, aa=bench.aa,
-            base_dir=str(Path(exp.source).resolve().parent) if exp.source else "",
-            **r,
-        ))
+        plan.append(
+            RunSpec(
+                index=index,
+                experiment=exp.name,
+                benchmark=bench.name,
+                suite=bench.suite,
+                harness=bench.harness,
+                iterations=bench.iterations,
+                time_budget=bench.time_budget,
+                timeout=bench.timeout,
+                busy_shorter_side=bench.busy_shorter_side,
+                kill_grace=exp.kill_grace,
+                cpus=bench.cpus,
+                executor=exp.executor,
+                container=container,
+                warmup=bench.warmup,
+                aa=bench.aa,
+                base_dir=str(Path(exp.source).resolve().parent) if exp.source else "",
+                **r,
+            )
+        )
     if only:
         plan = [r for r in plan if r.benchmark in only]
     return plan

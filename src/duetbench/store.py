@@ -79,7 +79,9 @@ class ResultsStore:
 
     # ------------------------------------------------------------------ open / create
     @classmethod
-    def create(cls, root: Path, experiment: dict[str, Any], plan: list[dict[str, Any]]) -> ResultsStore:
+    def create(
+        cls, root: Path, experiment: dict[str, Any], plan: list[dict[str, Any]]
+    ) -> ResultsStore:
         root = Path(root)
         if root.exists() and any(root.iterdir()):
             raise ResultsDirError(
@@ -89,15 +91,18 @@ class ResultsStore:
         store = cls(root)
         store.runs_dir.mkdir(parents=True, exist_ok=True)
         store.hosts_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(store.experiment_path, {
-            "tool": "duetbench",
-            "version": __version__,
-            "name": experiment["name"],
-            "seed": experiment["seed"],
-            "config": experiment,
-            "plan": plan,
-            "started_ns": time.time_ns(),
-        })
+        write_json_atomic(
+            store.experiment_path,
+            {
+                "tool": "duetbench",
+                "version": __version__,
+                "name": experiment["name"],
+                "seed": experiment["seed"],
+                "config": experiment,
+                "plan": plan,
+                "started_ns": time.time_ns(),
+            },
+        )
         store.journal_path.touch()
         fsync_dir(root)
         return store
@@ -120,7 +125,9 @@ class ResultsStore:
         try:
             return json.loads(self.experiment_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ResultsDirError(f"{self.experiment_path} is unreadable ({exc}); the results directory is damaged")
+            raise ResultsDirError(
+                f"{self.experiment_path} is unreadable ({exc}); the results directory is damaged"
+            ) from None
 
     # ------------------------------------------------------------------ journal
     def journal(self) -> list[dict[str, Any]]:
@@ -198,9 +205,14 @@ class ResultsStore:
 
     @staticmethod
     def _journal_entry(run: dict[str, Any]) -> dict[str, Any]:
-        return {"run_id": run["run_id"], "status": run["status"], "host": run.get("host"),
-                "start_ns": run.get("start_ns"), "end_ns": run.get("end_ns"),
-                "journaled_ns": time.time_ns()}
+        return {
+            "run_id": run["run_id"],
+            "status": run["status"],
+            "host": run.get("host"),
+            "start_ns": run.get("start_ns"),
+            "end_ns": run.get("end_ns"),
+            "journaled_ns": time.time_ns(),
+        }
 
     def read_run(self, run_id: str) -> dict[str, Any] | None:
         path = self.runs_dir / run_id / "run.json"
@@ -212,7 +224,9 @@ class ResultsStore:
     def run_ids(self) -> list[str]:
         if not self.runs_dir.exists():
             return []
-        return sorted(p.name for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return sorted(
+            p.name for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+        )
 
     def runs(self) -> Iterable[tuple[str, dict[str, Any] | None]]:
         for rid in self.run_ids():

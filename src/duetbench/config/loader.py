@@ -29,7 +29,9 @@ def load_config(path: str | Path, *, executor: str | None = None) -> Experiment:
     return _from_located(load_located(path), executor)
 
 
-def loads_config(text: str, file: str | Path = "duet.yml", *, executor: str | None = None) -> Experiment:
+def loads_config(
+    text: str, file: str | Path = "duet.yml", *, executor: str | None = None
+) -> Experiment:
     return _from_located(loads_located(text, file), executor)
 
 
@@ -69,7 +71,9 @@ def _replace(exp: Experiment, **kw: Any) -> Experiment:
 # ----------------------------------------------------------------------------- errors
 
 
-def _validate(model: type[BaseModel], data: Any, doc: LocatedYaml, prefix: tuple[str, ...], what: str) -> Any:
+def _validate(
+    model: type[BaseModel], data: Any, doc: LocatedYaml, prefix: tuple[str, ...], what: str
+) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -106,16 +110,26 @@ def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 
 
 def _config_error(
-    exc: ValidationError, model: type[BaseModel], doc: LocatedYaml, prefix: tuple[str, ...], what: str
+    exc: ValidationError,
+    model: type[BaseModel],
+    doc: LocatedYaml,
+    prefix: tuple[str, ...],
+    what: str,
 ) -> ConfigError:
     errors = exc.errors()
     # the most useful error first: unknown keys and missing keys before type noise
     rank = {"extra_forbidden": 0, "missing": 1}
     errors.sort(key=lambda e: (rank.get(e["type"], 2), doc.line_of(prefix + tuple(e["loc"])) or 0))
     first = errors[0]
-    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p in ("int", "str"))))
+    loc = tuple(
+        p for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p in ("int", "str")))
+    )
     # pydantic adds union member tags to locations ("function-before[...]" etc.); drop them
-    loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith(("function-", "literal", "list[", "dict["))))
+    loc = tuple(
+        p
+        for p in loc
+        if not (isinstance(p, str) and p.startswith(("function-", "literal", "list[", "dict[")))
+    )
     path = prefix + tuple(loc)
     line = doc.line_of(path)
     dotted = ".".join(str(p) for p in path)
@@ -130,8 +144,10 @@ def _config_error(
     elif etype == "missing":
         key = str(loc[-1])
         if key == "A":
-            msg = (f"{what} has no A side. Add `A: {{run: <command>}}` (thesis format) or "
-                   "`command:` / `A: {command: ...}` (native format); B is optional (A/A experiment).")
+            msg = (
+                f"{what} has no A side. Add `A: {{run: <command>}}` (thesis format) or "
+                "`command:` / `A: {command: ...}` (native format); B is optional (A/A experiment)."
+            )
         else:
             msg = f"required key '{key}' is missing in {what}."
     else:
@@ -171,26 +187,44 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
     data: dict[str, Any] = doc.data
     top = data["duetbench"]
     if not isinstance(top, dict):
-        raise ConfigError("the `duetbench:` section must be a mapping of settings",
-                          file=doc.file, line=doc.line_of(("duetbench",)), key="duetbench")
-    section: ThesisSection = _validate(ThesisSection, top, doc, ("duetbench",), "the duetbench section")
+        raise ConfigError(
+            "the `duetbench:` section must be a mapping of settings",
+            file=doc.file,
+            line=doc.line_of(("duetbench",)),
+            key="duetbench",
+        )
+    section: ThesisSection = _validate(
+        ThesisSection, top, doc, ("duetbench",), "the duetbench section"
+    )
     names = section.duets
     if not names:
-        raise ConfigError("`duets:` lists no benchmark; add the names of the benchmark sections to run",
-                          file=doc.file, line=doc.line_of(("duetbench", "duets")), key="duetbench.duets")
+        raise ConfigError(
+            "`duets:` lists no benchmark; add the names of the benchmark sections to run",
+            file=doc.file,
+            line=doc.line_of(("duetbench", "duets")),
+            key="duetbench.duets",
+        )
     seen: set[str] = set()
     for i, name in enumerate(names):
         line = doc.line_of(("duetbench", "duets", i))
         if name in seen:
-            raise ConfigError(f"benchmark '{name}' is listed twice in `duets:`", file=doc.file, line=line,
-                              key="duetbench.duets")
+            raise ConfigError(
+                f"benchmark '{name}' is listed twice in `duets:`",
+                file=doc.file,
+                line=line,
+                key="duetbench.duets",
+            )
         seen.add(name)
         if name not in data:
             sections = [k for k in data if k != "duetbench"]
             close = difflib.get_close_matches(name, sections, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(f"`duets:` names '{name}' but there is no top-level section `{name}:`.{hint}",
-                              file=doc.file, line=line, key="duetbench.duets")
+            raise ConfigError(
+                f"`duets:` names '{name}' but there is no top-level section `{name}:`.{hint}",
+                file=doc.file,
+                line=line,
+                key="duetbench.duets",
+            )
         _check_name(name, doc, ("duetbench", "duets", i))
     inherited = section.model_dump(exclude_unset=True)
     for k in ("name", "seed", "docker_command", "artifacts", "duets", "executor"):
@@ -201,9 +235,15 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
     for name in names:
         raw = data[name]
         if not isinstance(raw, dict):
-            raise ConfigError(f"benchmark section `{name}:` must be a mapping with at least `A: {{run: ...}}`",
-                              file=doc.file, line=doc.line_of((name,)), key=name)
-        bench: ThesisBenchmark = _validate(ThesisBenchmark, raw, doc, (name,), f"benchmark '{name}'")
+            raise ConfigError(
+                f"benchmark section `{name}:` must be a mapping with at least `A: {{run: ...}}`",
+                file=doc.file,
+                line=doc.line_of((name,)),
+                key=name,
+            )
+        bench: ThesisBenchmark = _validate(
+            ThesisBenchmark, raw, doc, (name,), f"benchmark '{name}'"
+        )
         own = bench.model_dump(exclude_unset=True)
         merged = {**inherited, **{k: v for k, v in own.items() if k not in ("A", "B")}}
 
@@ -213,11 +253,15 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
 
         def side(s: Any, _g: Any = g) -> Side:
             run_base = s.run_base if s.run_base is not None else _g("run_base", "")
-            sync_base = s.syncduet_run_base if s.syncduet_run_base is not None else _g("syncduet_run_base")
+            sync_base = (
+                s.syncduet_run_base if s.syncduet_run_base is not None else _g("syncduet_run_base")
+            )
             env = {**_g("env", {}), **(s.env or {})}
             return Side(
                 command=" ".join(p for p in (run_base.strip(), s.run.strip()) if p),
-                sync_command=" ".join(p for p in (sync_base.strip(), s.run.strip()) if p) if sync_base else None,
+                sync_command=" ".join(p for p in (sync_base.strip(), s.run.strip()) if p)
+                if sync_base
+                else None,
                 image=s.image or _g("image"),
                 results=tuple(s.results if s.results is not None else _g("results", [])),
                 env=tuple(sorted(env.items())),
@@ -239,8 +283,11 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
                 aa=bench.B is None,
                 harness=harness,
                 suite=suite or (harness if harness != "command" else name),
-                repetitions=(("seqn", g("sequential_repetitions", 0)), ("aduet", duet_reps),
-                             ("sduet", g("syncduet_repetitions", 0))),
+                repetitions=(
+                    ("seqn", g("sequential_repetitions", 0)),
+                    ("aduet", duet_reps),
+                    ("sduet", g("syncduet_repetitions", 0)),
+                ),
                 timeout=g("timeout"),
                 iterations=g("iterations", 10),
                 time_budget=g("time_budget"),
@@ -254,7 +301,9 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
     executor = section.executor or ("container" if needs_container else "local")
     if executor == "container":
         executor = _engine_kind(engine) or "podman"
-    artifacts = dict(section.artifacts) if section.artifacts is not None else dict(DEFAULT_ARTIFACTS)
+    artifacts = (
+        dict(section.artifacts) if section.artifacts is not None else dict(DEFAULT_ARTIFACTS)
+    )
     return Experiment(
         name=section.name or section.suite or doc.file.stem.replace(".duet", "") or "experiment",
         seed=section.seed if section.seed is not None else 0,
@@ -262,8 +311,12 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
         benchmarks=tuple(benchmarks),
         artifacts=tuple(artifacts.items()),
         executor=executor,
-        container=ContainerSettings(engine=engine, remove_containers=section.remove_containers
-                                    if section.remove_containers is not None else True),
+        container=ContainerSettings(
+            engine=engine,
+            remove_containers=section.remove_containers
+            if section.remove_containers is not None
+            else True,
+        ),
         source=str(doc.file),
         format="thesis",
     )
@@ -284,7 +337,10 @@ def _check_name(name: str, doc: LocatedYaml, path: tuple[Any, ...]) -> None:
     if not _NAME_OK.match(name):
         raise ConfigError(
             f"benchmark name '{name}' can only use letters, digits and _ . + - (it names directories)",
-            file=doc.file, line=doc.line_of(path), key=".".join(map(str, path)))
+            file=doc.file,
+            line=doc.line_of(path),
+            key=".".join(map(str, path)),
+        )
 
 
 # ----------------------------------------------------------------------------- native format
@@ -295,8 +351,12 @@ def _load_native(doc: LocatedYaml) -> Experiment:
     cfg: NativeConfig = _validate(NativeConfig, data, doc, (), "the config")
     exp = cfg.experiment
     if not cfg.benchmarks:
-        raise ConfigError("`benchmarks:` is empty; add at least one benchmark",
-                          file=doc.file, line=doc.line_of(("benchmarks",)), key="benchmarks")
+        raise ConfigError(
+            "`benchmarks:` is empty; add at least one benchmark",
+            file=doc.file,
+            line=doc.line_of(("benchmarks",)),
+            key="benchmarks",
+        )
     defaults = cfg.defaults.model_dump(exclude_unset=True) if cfg.defaults else {}
     exp_reps = _reps(exp.repetitions) if exp.repetitions is not None else None
     benchmarks = []
@@ -304,6 +364,12 @@ def _load_native(doc: LocatedYaml) -> Experiment:
         _check_name(name, doc, ("benchmarks", name))
         own = bench.model_dump(exclude_unset=True)
         merged: dict[str, Any] = {**defaults}
+        if "time_budget" in own and "iterations" not in own:
+            merged.pop(
+                "iterations", None
+            )  # the benchmark's own budget replaces inherited iterations
+        if "iterations" in own and "time_budget" not in own:
+            merged.pop("time_budget", None)
         for k, v in own.items():
             if k == "env":
                 merged["env"] = {**defaults.get("env", {}), **v}
@@ -311,15 +377,26 @@ def _load_native(doc: LocatedYaml) -> Experiment:
                 merged[k] = v
         m = NativeBenchmark.model_validate(merged)
 
-        def side(s: NativeSide | None, pair: str, _m: NativeBenchmark = m, _name: str = name) -> Side:
+        def side(
+            s: NativeSide | None,
+            pair: str,
+            _m: NativeBenchmark = m,
+            _name: str = name,
+            _own: dict[str, Any] = own,
+        ) -> Side:
             s = s or NativeSide()
             command = s.command or _m.command
             if not command:
                 raise ConfigError(
                     f"benchmark '{_name}' has no command for side {pair}. Give `command:` for both sides "
-                    f"or `A: {{command: ...}}`" + (" and `B: {command: ...}`" if pair == "B" else "") + ".",
-                    file=doc.file, line=doc.line_of(("benchmarks", _name, pair)) or doc.line_of(("benchmarks", _name)),
-                    key=f"benchmarks.{_name}" + (f".{pair}" if pair in own else ""))
+                    f"or `A: {{command: ...}}`"
+                    + (" and `B: {command: ...}`" if pair == "B" else "")
+                    + ".",
+                    file=doc.file,
+                    line=doc.line_of(("benchmarks", _name, pair))
+                    or doc.line_of(("benchmarks", _name)),
+                    key=f"benchmarks.{_name}" + (f".{pair}" if pair in _own else ""),
+                )
             env = {**(_m.env or {}), **(s.env or {})}
             return Side(
                 command=command,
@@ -333,7 +410,7 @@ def _load_native(doc: LocatedYaml) -> Experiment:
                 mounts=tuple(s.mounts if s.mounts is not None else (_m.mounts or [])),
             )
 
-        aa = m.B is None and (m.A is None or m.A is not None) and "B" not in own and "B" not in defaults
+        aa = m.B is None
         a = side(m.A, "A")
         b = side(m.B, "B") if not aa else a
         if m.repetitions is not None:
@@ -344,9 +421,12 @@ def _load_native(doc: LocatedYaml) -> Experiment:
             reps = {"seqn": 5, "aduet": 5, "sduet": 0}
         harness = m.harness or ("generic" if (a.results or b.results) else "command")
         if m.iterations is not None and m.time_budget is not None:
-            raise ConfigError(f"benchmark '{name}' sets both `iterations` and `time_budget`; keep one",
-                              file=doc.file, line=doc.line_of(("benchmarks", name, "time_budget")),
-                              key=f"benchmarks.{name}.time_budget")
+            raise ConfigError(
+                f"benchmark '{name}' sets both `iterations` and `time_budget`; keep one",
+                file=doc.file,
+                line=doc.line_of(("benchmarks", name, "time_budget")),
+                key=f"benchmarks.{name}.time_budget",
+            )
         benchmarks.append(
             Benchmark(
                 name=name,
@@ -372,8 +452,12 @@ def _load_native(doc: LocatedYaml) -> Experiment:
         benchmarks=tuple(benchmarks),
         artifacts=tuple(artifacts.items()),
         executor=exp.executor,
-        container=ContainerSettings(engine=exp.engine, global_options=tuple(exp.engine_options),
-                                    run_options=tuple(exp.run_options), remove_containers=exp.remove_containers),
+        container=ContainerSettings(
+            engine=exp.engine,
+            global_options=tuple(exp.engine_options),
+            run_options=tuple(exp.run_options),
+            remove_containers=exp.remove_containers,
+        ),
         kill_grace=exp.kill_grace,
         background=exp.background,
         setup=exp.setup,

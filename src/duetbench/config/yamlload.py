@@ -43,7 +43,9 @@ def _construct(node: yaml.Node, loader: _Loader, path: Path_, lines: dict[Path_,
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             if isinstance(key, list | dict):
-                raise ConfigError("a mapping key must be a plain value", line=key_node.start_mark.line + 1)
+                raise ConfigError(
+                    "a mapping key must be a plain value", line=key_node.start_mark.line + 1
+                )
             skey = key if isinstance(key, str) else str(key)
             if skey in out:
                 raise ConfigError(

@@ -8,7 +8,9 @@ from ..errors import ExecutorError
 from .local import LocalExecutor
 
 
-def get_executor(name: str, *, host: str | None = None, settings: dict[str, Any] | None = None) -> LocalExecutor:
+def get_executor(
+    name: str, *, host: str | None = None, settings: dict[str, Any] | None = None
+) -> LocalExecutor:
     """``local`` or a container engine (``docker`` / ``podman``)."""
     if name == "local":
         return LocalExecutor(host=host)

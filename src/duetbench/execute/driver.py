@@ -79,8 +79,14 @@ def argv_for(command: str) -> list[str]:
 
 
 def _run_shell(command: str, cwd: str, env: dict[str, str], out: Any, err: Any) -> int:
-    return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, env=env, stdout=out, stderr=err,
-                          stdin=subprocess.DEVNULL).returncode
+    return subprocess.run(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdout=out,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+    ).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,15 +107,23 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, cpus)
     prefix: list[str] = list(spec.get("exec_prefix") or [])
 
-    result: dict[str, Any] = {"pair": spec["pair"], "status": "ok", "exit_code": 0, "iterations": 0,
-                              "filler": 0, "message": ""}
+    result: dict[str, Any] = {
+        "pair": spec["pair"],
+        "status": "ok",
+        "exit_code": 0,
+        "iterations": 0,
+        "filler": 0,
+        "message": "",
+    }
     out = open(side_dir / "stdout.log", "ab")
     err = open(side_dir / "stderr.log", "ab")
     try:
         if spec.get("setup"):
             rc = _run_shell(spec["setup"], cwd, env, out, err)
             if rc != 0:
-                result.update(status="failed", exit_code=rc, message=f"setup command exited with {rc}")
+                result.update(
+                    status="failed", exit_code=rc, message=f"setup command exited with {rc}"
+                )
                 _finish(side_dir, result, spec)
                 print("failed", flush=True)
                 return 1
@@ -162,16 +176,28 @@ def _finish(side_dir: Path, result: dict[str, Any], spec: dict[str, Any]) -> Non
     os.replace(tmp, side_dir / "driver-result.json")
 
 
-def _spawn(state: _State, argv: list[str], cwd: str, env: dict[str, str], out: Any, err: Any) -> int:
-    state.child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+def _spawn(
+    state: _State, argv: list[str], cwd: str, env: dict[str, str], out: Any, err: Any
+) -> int:
+    state.child = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL
+    )
     try:
         return state.child.wait()
     finally:
         state.child = None
 
 
-def _builtin(spec: dict[str, Any], state: _State, cwd: str, env: dict[str, str], prefix: list[str],
-             out: Any, err: Any, result: dict[str, Any]) -> None:
+def _builtin(
+    spec: dict[str, Any],
+    state: _State,
+    cwd: str,
+    env: dict[str, str],
+    prefix: list[str],
+    out: Any,
+    err: Any,
+    result: dict[str, Any],
+) -> None:
     argv = prefix + argv_for(spec["command"])
     iterations = spec.get("iterations")
     budget_ns = int(spec["time_budget"] * 1e9) if spec.get("time_budget") else None
@@ -181,6 +207,7 @@ def _builtin(spec: dict[str, Any], state: _State, cwd: str, env: dict[str, str],
 
         def sync_wait() -> None:
             sync.wait(env)
+
     peer_done = Path(spec["peer_done_file"]) if spec.get("peer_done_file") else None
     busy = bool(spec.get("busy_shorter_side")) and peer_done is not None
     csv = open(Path(spec["side_dir"]) / "iterations.csv", "a", buffering=1)
@@ -190,8 +217,13 @@ def _builtin(spec: dict[str, Any], state: _State, cwd: str, env: dict[str, str],
     try:
         while not state.stopping:
             filler = False
-            if iterations is not None and i >= iterations or budget_ns is not None and i > 0 and \
-                    time.perf_counter_ns() - t_begin >= budget_ns:
+            if (
+                iterations is not None
+                and i >= iterations
+                or budget_ns is not None
+                and i > 0
+                and time.perf_counter_ns() - t_begin >= budget_ns
+            ):
                 if not busy or peer_done.exists():  # type: ignore[union-attr]
                     break
                 if i == result["iterations"]:
@@ -208,8 +240,11 @@ def _builtin(spec: dict[str, Any], state: _State, cwd: str, env: dict[str, str],
             if rc != 0:
                 if state.stopping:
                     break
-                result.update(status="failed", exit_code=rc,
-                              message=f"iteration {i}: command exited with {rc}")
+                result.update(
+                    status="failed",
+                    exit_code=rc,
+                    message=f"iteration {i}: command exited with {rc}",
+                )
                 break
             if filler:
                 result["filler"] += 1
@@ -222,8 +257,16 @@ def _builtin(spec: dict[str, Any], state: _State, cwd: str, env: dict[str, str],
         raise SystemExit(143)
 
 
-def _external(spec: dict[str, Any], state: _State, cwd: str, env: dict[str, str], prefix: list[str],
-              out: Any, err: Any, result: dict[str, Any]) -> None:
+def _external(
+    spec: dict[str, Any],
+    state: _State,
+    cwd: str,
+    env: dict[str, str],
+    prefix: list[str],
+    out: Any,
+    err: Any,
+    result: dict[str, Any],
+) -> None:
     command = spec["command"]
     if spec.get("sync_dir"):
         command = command.replace("$$", spec["sync_dir"])

@@ -29,7 +29,9 @@ class RunOutcome:
     exception: BaseException | None = None
 
 
-def resolve_cpus(policy: str | tuple[int, ...] | list[int], host_cpus: list[int]) -> tuple[list[int], bool]:
+def resolve_cpus(
+    policy: str | tuple[int, ...] | list[int], host_cpus: list[int]
+) -> tuple[list[int], bool]:
     """The CPUs benchmark sides are pinned to, and whether a duet on them uses every core.
 
     ``auto``: all available CPUs, leaving the first one free when there are more than two.
@@ -101,7 +103,9 @@ class LocalExecutor:
     def before_launch(self, spec: RunSpec, run_dir: Path) -> None:
         """Called before drivers start (containers: start them)."""
 
-    def collect(self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str) -> tuple[list[str], list[str]]:
+    def collect(
+        self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str
+    ) -> tuple[list[str], list[str]]:
         """Copy the side's `results:` into its directory; return (collected, missing) relative paths."""
         collected, missing = [], []
         for res in side.results:
@@ -134,15 +138,30 @@ class LocalExecutor:
         """Called after the run, whatever happened (containers: stop and remove)."""
 
     # ------------------------------------------------------------------ the run
-    def execute(self, spec: RunSpec, run_dir: Path, *, on_event: Callable[[str, dict[str, Any]], None] | None = None
-                ) -> RunOutcome:
+    def execute(
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        *,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> RunOutcome:
         """Execute ``spec`` with its files under ``run_dir``; return the run record (run.json)."""
         cpus, all_busy = resolve_cpus(spec.cpus, self.host_cpus)
         record: dict[str, Any] = {
-            "run_id": spec.run_id, "benchmark": spec.benchmark, "suite": spec.suite, "method": spec.method,
-            "rep": spec.rep, "order": spec.order, "host": self.host, "executor": self.name,
-            "status": "ok", "message": "", "spec": spec.to_dict(), "sides": {},
-            "all_cores_busy": bool(spec.is_duet and all_busy and cpus), "start_ns": time.time_ns(),
+            "run_id": spec.run_id,
+            "benchmark": spec.benchmark,
+            "suite": spec.suite,
+            "method": spec.method,
+            "rep": spec.rep,
+            "order": spec.order,
+            "host": self.host,
+            "executor": self.name,
+            "status": "ok",
+            "message": "",
+            "spec": spec.to_dict(),
+            "sides": {},
+            "all_cores_busy": bool(spec.is_duet and all_busy and cpus),
+            "start_ns": time.time_ns(),
         }
         coordinator = None
         drivers: dict[str, subprocess.Popen[bytes]] = {}
@@ -164,7 +183,9 @@ class LocalExecutor:
                 cwd = self.side_cwd(spec, side, side_dir)
                 info = {"cpus": side_cpus(side, cpus), "cwd": cwd, "side_dir": side_dir}
                 side_info[side.pair] = info
-                drivers[side.pair] = self._start_driver(spec, side, side_dir, cwd, info["cpus"], run_dir, sync_dir)
+                drivers[side.pair] = self._start_driver(
+                    spec, side, side_dir, cwd, info["cpus"], run_dir, sync_dir
+                )
             for pair, proc in drivers.items():
                 line = _readline(proc, ReadyTimeout)
                 if line != "ready":
@@ -191,7 +212,11 @@ class LocalExecutor:
         except BaseException as exc:  # Ctrl-C, SIGTERM of duet run, or a bug: never leave processes
             interrupted = exc
             record["status"] = "interrupted"
-            record["message"] = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else f"error: {exc!r}"
+            record["message"] = (
+                "interrupted"
+                if isinstance(exc, KeyboardInterrupt | SystemExit)
+                else f"error: {exc!r}"
+            )
             self._terminate(drivers, min(spec.kill_grace, 2.0), side_info)
         finally:
             for proc in drivers.values():  # reap stragglers a workload left in its group
@@ -210,25 +235,50 @@ class LocalExecutor:
         record["end_ns"] = time.time_ns()
         return RunOutcome(record, interrupted)
 
-    def _start_driver(self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str, cpus: list[int],
-                      run_dir: Path, sync_dir: Path | None) -> subprocess.Popen[bytes]:
+    def _start_driver(
+        self,
+        spec: RunSpec,
+        side: SideSpec,
+        side_dir: Path,
+        cwd: str,
+        cpus: list[int],
+        run_dir: Path,
+        sync_dir: Path | None,
+    ) -> subprocess.Popen[bytes]:
         env = dict(side.env)
-        env.update({
-            "DUET_PAIR": side.pair, "DUET_RUN": spec.run_id, "DUET_METHOD": spec.method,
-            "DUET_OUTPUT_DIR": str(side_dir), "DUET_BENCHMARK": spec.benchmark, "DUET_REP": str(spec.rep),
-        })
+        env.update(
+            {
+                "DUET_PAIR": side.pair,
+                "DUET_RUN": spec.run_id,
+                "DUET_METHOD": spec.method,
+                "DUET_OUTPUT_DIR": str(side_dir),
+                "DUET_BENCHMARK": spec.benchmark,
+                "DUET_REP": str(spec.rep),
+            }
+        )
         if sync_dir is not None:
             env["DUET_SYNC_DIR"] = str(sync_dir)
         peer = [s.pair for s in spec.sides if s.pair != side.pair]
         driver_spec = {
-            "pair": side.pair, "run_id": spec.run_id, "method": spec.method, "harness": spec.harness,
-            "command": side.command, "env": env, "cwd": cwd, "side_dir": str(side_dir), "cpus": cpus,
-            "iterations": spec.iterations, "time_budget": spec.time_budget,
+            "pair": side.pair,
+            "run_id": spec.run_id,
+            "method": spec.method,
+            "harness": spec.harness,
+            "command": side.command,
+            "env": env,
+            "cwd": cwd,
+            "side_dir": str(side_dir),
+            "cpus": cpus,
+            "iterations": spec.iterations,
+            "time_budget": spec.time_budget,
             "busy_shorter_side": spec.busy_shorter_side and spec.is_duet,
             "own_done_file": str(run_dir / f".done.{side.pair}"),
             "peer_done_file": str(run_dir / f".done.{peer[0]}") if peer else None,
-            "sync": sync_dir is not None, "sync_dir": str(sync_dir) if sync_dir else None,
-            "parent_pid": os.getpid(), "setup": side.setup, "teardown": side.teardown,
+            "sync": sync_dir is not None,
+            "sync_dir": str(sync_dir) if sync_dir else None,
+            "parent_pid": os.getpid(),
+            "setup": side.setup,
+            "teardown": side.teardown,
             "exec_prefix": self.exec_prefix(spec, side, side_dir),
         }
         spec_path = side_dir / ".driver.json"
@@ -237,14 +287,22 @@ class LocalExecutor:
         try:
             return subprocess.Popen(
                 [sys.executable, "-m", "duetbench.execute.driver", str(spec_path)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=driver_err, process_group=0,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=driver_err,
+                process_group=0,
                 close_fds=True,
             )
         finally:
             driver_err.close()
 
-    def _wait(self, drivers: dict[str, subprocess.Popen[bytes]], deadline: float | None, coordinator: Any,
-              side_info: dict[str, dict[str, Any]]) -> bool:
+    def _wait(
+        self,
+        drivers: dict[str, subprocess.Popen[bytes]],
+        deadline: float | None,
+        coordinator: Any,
+        side_info: dict[str, dict[str, Any]],
+    ) -> bool:
         pending = dict(drivers)
         while pending:
             for pair, proc in list(pending.items()):
@@ -260,8 +318,12 @@ class LocalExecutor:
             time.sleep(0.01)
         return False
 
-    def _terminate(self, drivers: dict[str, subprocess.Popen[bytes]], grace: float,
-                   side_info: dict[str, dict[str, Any]]) -> None:
+    def _terminate(
+        self,
+        drivers: dict[str, subprocess.Popen[bytes]],
+        grace: float,
+        side_info: dict[str, dict[str, Any]],
+    ) -> None:
         live = {p: d for p, d in drivers.items() if d.poll() is None}
         for pair, proc in live.items():
             side_info[pair]["terminated"] = True
@@ -273,8 +335,13 @@ class LocalExecutor:
             kill_group(proc.pid, signal.SIGKILL)
             side_info[pair].setdefault("exit_ns", time.time_ns())
 
-    def _finish_sides(self, spec: RunSpec, record: dict[str, Any], side_info: dict[str, dict[str, Any]],
-                      drivers: dict[str, subprocess.Popen[bytes]]) -> None:
+    def _finish_sides(
+        self,
+        spec: RunSpec,
+        record: dict[str, Any],
+        side_info: dict[str, dict[str, Any]],
+        drivers: dict[str, subprocess.Popen[bytes]],
+    ) -> None:
         problems = []
         for side in spec.sides:
             info = side_info.get(side.pair)
@@ -304,12 +371,19 @@ class LocalExecutor:
             if not res and not info.get("terminated"):
                 message = message or f"driver exited with {rc} (see {side.pair}/.driver.log)"
             record["sides"][side.pair] = {
-                "pair": side.pair, "cpus": info["cpus"], "cwd": info["cwd"], "status": status,
+                "pair": side.pair,
+                "cpus": info["cpus"],
+                "cwd": info["cwd"],
+                "status": status,
                 "start_ns": res.get("start_ns", info.get("go_ns")),
                 "end_ns": res.get("end_ns", info.get("exit_ns")),
-                "exit_code": res.get("exit_code", rc), "driver_exit": rc,
-                "iterations": res.get("iterations"), "filler": res.get("filler", 0),
-                "message": message, "result_files": collected, "missing_results": missing,
+                "exit_code": res.get("exit_code", rc),
+                "driver_exit": rc,
+                "iterations": res.get("iterations"),
+                "filler": res.get("filler", 0),
+                "message": message,
+                "result_files": collected,
+                "missing_results": missing,
                 "stderr_tail": stderr_tail(side_dir / "stderr.log"),
             }
             if status == "failed":

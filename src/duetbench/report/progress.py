@@ -33,16 +33,28 @@ class RichObserver:
         self.task: Any = None
         self._t_run = 0.0
 
-    def experiment_started(self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]) -> None:
+    def experiment_started(
+        self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]
+    ) -> None:
         done = len(plan) - len(todo)
         if done:
-            self.console.print(f"[bold]resuming[/] {store.root}: {done} of {len(plan)} runs already finished")
+            self.console.print(
+                f"[bold]resuming[/] {store.root}: {done} of {len(plan)} runs already finished"
+            )
         else:
             self.console.print(f"[bold]duet run[/] {len(plan)} runs -> {store.root}")
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("runs"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=self.console, transient=False, refresh_per_second=4,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("runs"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+            refresh_per_second=4,
         )
         self.progress.start()
         self.task = self.progress.add_task("starting", total=len(plan), completed=done)
@@ -50,7 +62,9 @@ class RichObserver:
     def run_started(self, spec: RunSpec) -> None:
         self._t_run = time.monotonic()
         if self.progress is not None:
-            self.progress.update(self.task, description=f"{spec.benchmark} [cyan]{spec.method}[/] #{spec.rep}")
+            self.progress.update(
+                self.task, description=f"{spec.benchmark} [cyan]{spec.method}[/] #{spec.rep}"
+            )
 
     def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None:
         status = record.get("status", "?")
@@ -62,8 +76,10 @@ class RichObserver:
             its = "/".join(str(sides.get(p, {}).get("iterations", "-")) for p in spec.pairs)
             order = f" {spec.order}" if spec.order else ""
             msg = f" - {record.get('message')}" if record.get("message") else ""
-            line = (f"[{style}]{status:<11}[/] {spec.run_id}{order} iterations {its} "
-                    f"({time.monotonic() - self._t_run:.1f} s){msg}")
+            line = (
+                f"[{style}]{status:<11}[/] {spec.run_id}{order} iterations {its} "
+                f"({time.monotonic() - self._t_run:.1f} s){msg}"
+            )
             (self.progress.console if self.progress else self.console).print(line, highlight=False)
 
     def experiment_finished(self, summary: ExperimentSummary) -> None:
@@ -73,13 +89,19 @@ class RichObserver:
 
 
 def print_summary(console: Console, summary: ExperimentSummary) -> None:
-    parts = [f"[{STATUS_STYLE.get(k, 'white')}]{v} {k}[/]" for k, v in sorted(summary.statuses.items())]
+    parts = [
+        f"[{STATUS_STYLE.get(k, 'white')}]{v} {k}[/]" for k, v in sorted(summary.statuses.items())
+    ]
     ran = ", ".join(parts) if parts else "no run executed"
     skipped = f"; {summary.skipped} already finished" if summary.skipped else ""
     head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
-    console.print(f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. Results: [bold]{summary.root}[/]")
+    console.print(
+        f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. Results: [bold]{summary.root}[/]"
+    )
     if summary.all_cores_busy:
-        console.print("[yellow]note:[/] duet runs used every core of this machine; the OS and other tenants "
-                      "then land on one side only, which widens the intervals (METHODS.md 1).")
+        console.print(
+            "[yellow]note:[/] duet runs used every core of this machine; the OS and other tenants "
+            "then land on one side only, which widens the intervals (METHODS.md 1)."
+        )
     if summary.interrupted:
         console.print(f"Continue with: duet run <config> -o {summary.root.parent} --resume")

@@ -22,14 +22,18 @@ from ..store import ResultsStore
 
 
 class Observer(Protocol):
-    def experiment_started(self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]) -> None: ...
+    def experiment_started(
+        self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]
+    ) -> None: ...
     def run_started(self, spec: RunSpec) -> None: ...
     def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None: ...
     def experiment_finished(self, summary: ExperimentSummary) -> None: ...
 
 
 class NullObserver:
-    def experiment_started(self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]) -> None:
+    def experiment_started(
+        self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]
+    ) -> None:
         pass
 
     def run_started(self, spec: RunSpec) -> None:
@@ -54,19 +58,26 @@ class ExperimentSummary:
     recovered: list[str] = field(default_factory=list)
 
 
-def open_store(exp: Experiment, out_dir: Path, plan_all: list[RunSpec], resume: bool) -> ResultsStore:
+def open_store(
+    exp: Experiment, out_dir: Path, plan_all: list[RunSpec], resume: bool
+) -> ResultsStore:
     root = Path(out_dir) / exp.name
     if not resume:
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
     if not (root / "experiment.json").exists():
         if root.exists() and any(root.iterdir()):
-            raise ResultsDirError(f"--resume: {root} exists but holds no experiment.json; it is not a "
-                                  "duetbench results directory")
+            raise ResultsDirError(
+                f"--resume: {root} exists but holds no experiment.json; it is not a "
+                "duetbench results directory"
+            )
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
     store = ResultsStore.open(root)
     stored = {r["run_id"]: r for r in store.experiment().get("plan", [])}
-    changed = [r.run_id for r in plan_all
-               if r.run_id not in stored or _comparable(stored[r.run_id]) != _comparable(r.to_dict())]
+    changed = [
+        r.run_id
+        for r in plan_all
+        if r.run_id not in stored or _comparable(stored[r.run_id]) != _comparable(r.to_dict())
+    ]
     if changed or len(stored) != len(plan_all):
         raise ResultsDirError(
             f"--resume: the config no longer matches the experiment in {root} "
@@ -106,8 +117,14 @@ def _background(command: str | None, cwd: str) -> Iterator[None]:
     if not command:
         yield
         return
-    proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd or None, process_group=0,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        cwd=cwd or None,
+        process_group=0,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield
     finally:
@@ -133,8 +150,14 @@ def record_host(store: ResultsStore, exp: Experiment, host: str | None = None) -
     store.write_host(host, info)
 
 
-def run_experiment(exp: Experiment, out_dir: str | Path, *, resume: bool = False, only: list[str] | None = None,
-                   observer: Observer | None = None) -> ExperimentSummary:
+def run_experiment(
+    exp: Experiment,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    only: list[str] | None = None,
+    observer: Observer | None = None,
+) -> ExperimentSummary:
     """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once."""
     observer = observer or NullObserver()
     plan_all = make_plan(exp)
@@ -144,8 +167,9 @@ def run_experiment(exp: Experiment, out_dir: str | Path, *, resume: bool = False
     recovered = store.prepare_resume() if resume else []
     finished = store.finished()
     todo = [r for r in plan if r.run_id not in finished]
-    summary = ExperimentSummary(root=store.root, planned=len(plan), skipped=len(plan) - len(todo),
-                                recovered=recovered)
+    summary = ExperimentSummary(
+        root=store.root, planned=len(plan), skipped=len(plan) - len(todo), recovered=recovered
+    )
     t0 = time.monotonic()
     base_dir = str(Path(exp.source).resolve().parent) if exp.source else os.getcwd()
     with _sigterm_as_interrupt():

@@ -1,0 +1,46 @@
+"""Parser of the built-in harness's ``iterations.csv`` (harness: command)."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ResultFileError
+from .registry import SideContext
+
+COLUMNS = ("iteration", "start_ns", "end_ns", "duration_ns", "filler", "exit_code")
+
+
+def parse_command(ctx: SideContext) -> pd.DataFrame:
+    path = ctx.side_dir / "iterations.csv"
+    if not path.exists():
+        raise ResultFileError(
+            path, "missing: the built-in harness wrote no iterations file for this side"
+        )
+    rows: list[list[int]] = []
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            raise ResultFileError(path, "empty file (no header)", line=1)
+        if tuple(header[: len(COLUMNS)]) != COLUMNS:
+            raise ResultFileError(
+                path, f"unexpected header {header}; expected {','.join(COLUMNS)}", line=1
+            )
+        for lineno, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) < len(COLUMNS):
+                raise ResultFileError(
+                    path, f"truncated row ({len(row)} of {len(COLUMNS)} fields)", line=lineno
+                )
+            try:
+                rows.append([int(x) for x in row[: len(COLUMNS)]])
+            except ValueError:
+                raise ResultFileError(path, f"non-integer value in {row}", line=lineno) from None
+    arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
+    df = pd.DataFrame(arr, columns=list(COLUMNS))
+    df["filler"] = df["filler"].astype(bool)
+    return df

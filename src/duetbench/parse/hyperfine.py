@@ -1,0 +1,66 @@
+"""hyperfine ``--export-json`` results.
+
+``results[]`` has one entry per command (in the order hyperfine ran them, all
+runs of one command before the next); ``times`` are the wall-clock seconds of
+the timed runs (warm-up runs are not recorded), ``exit_codes`` their exit codes
+and ``parameters`` the values of ``--parameter-*`` placeholders. hyperfine
+records no timestamps: the rows are duration-only, ``workload`` = the command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ResultFileError
+from ._util import (
+    NS_PER_S,
+    build_frame,
+    concat_frames,
+    find_result_files,
+    load_json,
+    plain_value,
+    renumber_iterations,
+    scaled_ns,
+)
+from .registry import SideContext
+
+
+def parse_hyperfine(ctx: SideContext) -> pd.DataFrame:
+    """One duration-only row per timed run of every command in the hyperfine JSON file(s)."""
+    files = find_result_files(ctx, ("*.json",), what="hyperfine JSON (--export-json)")
+    frames = [_parse_file(path) for path in files]
+    df = concat_frames(frames, files, ctx)
+    return renumber_iterations(df) if len(frames) > 1 else df
+
+
+def _parse_file(path: Path) -> pd.DataFrame:
+    doc = load_json(path)
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list):
+        raise ResultFileError(path, "not a hyperfine --export-json file: no 'results' list")
+    rows: list[dict[str, Any]] = []
+    for c, result in enumerate(results):
+        where = f"results[{c}]"
+        if not isinstance(result, dict) or not isinstance(result.get("times"), list):
+            raise ResultFileError(path, f"{where} has no 'times' list")
+        command = str(result.get("command", f"command_{c}"))
+        exit_codes = result.get("exit_codes")
+        if exit_codes is not None and (
+            not isinstance(exit_codes, list) or len(exit_codes) != len(result["times"])
+        ):
+            raise ResultFileError(path, f"{where}: 'exit_codes' does not match 'times'")
+        params = result.get("parameters") or {}
+        for i, seconds in enumerate(result["times"]):
+            row: dict[str, Any] = {
+                "workload": command,
+                "duration_ns": scaled_ns(seconds, NS_PER_S, path, None, f"{where}.times[{i}]"),
+            }
+            if exit_codes is not None:
+                row["exit_code"] = plain_value(exit_codes[i])
+            for key, value in params.items():
+                row[f"param_{key}"] = plain_value(value)
+            rows.append(row)
+    return build_frame(rows, path)

@@ -1,0 +1,287 @@
+"""Raw runs -> the iterations table (DESIGN.md), and loading tables back.
+
+``process(root)`` reads every finished run of a results directory with the
+parser its benchmark names, adds the identifying columns, joins host facts,
+and drops what the analysis must not see: iterations of failed/timed-out runs,
+filler iterations (busy shorter side) and iterations whose command failed --
+counting each. A malformed result file is reported (file, line, what) and
+that side skipped; the rest of the experiment still processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import DuetError, ResultFileError, ResultsDirError
+from .parse.registry import SideContext, get_parser
+from .schema import CORE_COLUMNS
+from .store import ResultsStore
+
+HOST_FIELDS = ("cpu_model", "cores", "kernel", "virtualization")
+
+
+@dataclass
+class ProcessReport:
+    table: pd.DataFrame
+    problems: list[str] = field(default_factory=list)  # malformed files etc., one line each
+    runs_used: int = 0
+    runs_excluded: dict[str, int] = field(default_factory=dict)  # status -> count
+    iterations_excluded: dict[str, int] = field(default_factory=dict)  # why -> count
+
+
+def _warmup_count(warmup: Any, n: int) -> int:
+    if warmup == "half":
+        return n // 2
+    try:
+        return max(0, int(warmup))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _host_columns(hosts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, info in hosts.items():
+        cols: dict[str, Any] = {f"host_{k}": info.get(k) for k in HOST_FIELDS}
+        for art, res in (info.get("artifacts") or {}).items():
+            text = (res.get("stdout") or "").strip() if isinstance(res, dict) else str(res).strip()
+            cols[f"artifact_{art}"] = text.splitlines()[0][:200] if text else ""
+        out[name] = cols
+    return out
+
+
+def _artifacts_text(info: dict[str, Any]) -> dict[str, str]:
+    arts = info.get("artifacts") or {}
+    return {k: (v.get("stdout", "") if isinstance(v, dict) else str(v)) for k, v in arts.items()}
+
+
+def process(root: str | Path) -> ProcessReport:
+    store = ResultsStore.open(Path(root))
+    exp = store.experiment()
+    name = exp.get("name", store.root.name)
+    hosts = store.hosts()
+    host_cols = _host_columns(hosts)
+    report = ProcessReport(table=pd.DataFrame())
+    frames: list[pd.DataFrame] = []
+    parsers: dict[str, Any] = {}
+    for run_id, run in store.runs():
+        if run is None:
+            report.problems.append(
+                f"{store.runs_dir / run_id / 'run.json'}: unreadable run record; run skipped"
+            )
+            continue
+        status = run.get("status")
+        if status != "ok":
+            report.runs_excluded[status] = report.runs_excluded.get(status, 0) + 1
+            continue
+        spec = run.get("spec", {})
+        harness = spec.get("harness", "command")
+        try:
+            parser = parsers.get(harness) or get_parser(harness)
+        except DuetError as exc:
+            report.problems.append(f"{run_id}: {exc}")
+            continue
+        parsers[harness] = parser
+        host = run.get("host", "")
+        used = False
+        for pair, side in (run.get("sides") or {}).items():
+            side_dir = store.runs_dir / run_id / pair
+            ctx = SideContext(
+                side_dir=side_dir,
+                result_files=tuple(side_dir / p for p in side.get("result_files", [])),
+                pair=pair,
+                benchmark=run["benchmark"],
+                method=run["method"],
+                run=run,
+                artifacts=_artifacts_text(hosts.get(host, {})),
+            )
+            try:
+                df = parser(ctx)
+            except ResultFileError as exc:
+                report.problems.append(f"{exc} (run {run_id}, side {pair} skipped)")
+                continue
+            except DuetError as exc:
+                report.problems.append(f"{run_id} side {pair}: {exc}")
+                continue
+            except Exception as exc:  # a third-party parser's bug must not lose the experiment
+                report.problems.append(f"{run_id} side {pair}: parser '{harness}' failed: {exc!r}")
+                continue
+            df = _normalize(df, ctx, side, report)
+            if df.empty:
+                continue
+            n_real = len(df)
+            k = _warmup_count(spec.get("warmup", 0), n_real)
+            df["warmup"] = df["iteration"].to_numpy() < k
+            bench = run["benchmark"]
+            if "workload" in df.columns and df["workload"].nunique() > 1:
+                df["benchmark"] = bench + ":" + df["workload"].astype(str)
+            else:
+                df["benchmark"] = bench
+            df["experiment"] = name
+            df["host"] = host
+            df["suite"] = run.get("suite") or spec.get("suite") or harness
+            df["method"] = run["method"]
+            df["run"] = np.int64(run.get("rep", spec.get("rep", 0)))
+            df["pair"] = pair
+            df["order"] = run.get("order") or ""
+            df["run_id"] = run_id
+            df["proc_start_ns"] = side.get("start_ns")
+            df["proc_end_ns"] = side.get("end_ns")
+            df["cpu"] = ",".join(map(str, side.get("cpus") or []))
+            for col, val in host_cols.get(host, {}).items():
+                df[col] = val
+            frames.append(df)
+            used = True
+        report.runs_used += int(used)
+    if frames:
+        table = pd.concat(frames, ignore_index=True)
+    else:
+        table = pd.DataFrame(
+            {
+                c: pd.Series(
+                    dtype="int64" if c.endswith("_ns") or c in ("run", "iteration") else "object"
+                )
+                for c in CORE_COLUMNS
+            }
+        )
+    report.table = order_columns(table)
+    return report
+
+
+def _normalize(
+    df: pd.DataFrame, ctx: SideContext, side: dict[str, Any], report: ProcessReport
+) -> pd.DataFrame:
+    df = df.copy()
+    if "filler" in df.columns:
+        fill = df["filler"].astype(bool).to_numpy()
+        if fill.any():
+            report.iterations_excluded["filler"] = report.iterations_excluded.get(
+                "filler", 0
+            ) + int(fill.sum())
+        df = df.loc[~fill].drop(columns=["filler"])
+    if "exit_code" in df.columns:
+        bad = df["exit_code"].to_numpy() != 0
+        if bad.any():
+            report.iterations_excluded["failed"] = report.iterations_excluded.get(
+                "failed", 0
+            ) + int(bad.sum())
+        df = df.loc[~bad].drop(columns=["exit_code"])
+    if df.empty:
+        return df
+    if "start_ns" not in df.columns or "end_ns" not in df.columns:
+        if "duration_ns" not in df.columns:
+            raise ResultsDirError(
+                f"parser for {ctx.side_dir} returned neither timestamps nor durations"
+            )
+        dur = df["duration_ns"].to_numpy(dtype=np.int64)
+        origin = side.get("start_ns") or 0
+        ends = origin + np.cumsum(dur)
+        df["start_ns"] = ends - dur
+        df["end_ns"] = ends
+        df["synthetic_ts"] = True
+    elif "synthetic_ts" not in df.columns:
+        df["synthetic_ts"] = False
+    for col in ("start_ns", "end_ns"):
+        df[col] = df[col].astype(np.int64)
+    if "duration_ns" not in df.columns:
+        df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["duration_ns"] = df["duration_ns"].astype(np.int64)
+    df = df.reset_index(drop=True)
+    if "iteration" not in df.columns:
+        if "workload" in df.columns:
+            df["iteration"] = df.groupby("workload").cumcount().astype(np.int64)
+        else:
+            df["iteration"] = np.arange(len(df), dtype=np.int64)
+    else:
+        df["iteration"] = df["iteration"].astype(np.int64)
+    return df
+
+
+def order_columns(df: pd.DataFrame) -> pd.DataFrame:
+    core = [c for c in CORE_COLUMNS if c in df.columns]
+    rest = [c for c in df.columns if c not in core]
+    return df[core + rest]
+
+
+def save(df: pd.DataFrame, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        df.to_csv(path, index=False)
+    elif path.suffix in (".parquet", ".pq"):
+        df.to_parquet(path, index=False)
+    else:
+        raise DuetError(f"cannot write {path}: use a .parquet or .csv file name")
+    return path
+
+
+REQUIRED_FOR_ANALYSIS = ("benchmark", "method", "run", "pair", "iteration", "start_ns", "end_ns")
+
+
+def load(path: str | Path) -> pd.DataFrame:
+    """The iterations table of a results directory, a .parquet or a .csv file."""
+    path = Path(path)
+    if path.is_dir():
+        return process(path).table
+    if not path.exists():
+        raise DuetError(
+            f"{path} does not exist; give a results directory (results/<experiment>), "
+            "or an iterations table (.parquet / .csv)"
+        )
+    try:
+        if path.suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        elif path.suffix in (".csv", ".tsv"):
+            df = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",")
+        else:
+            raise DuetError(f"{path}: unknown table format; use .parquet or .csv")
+    except DuetError:
+        raise
+    except Exception as exc:
+        raise ResultFileError(path, f"cannot read the table: {exc}") from None
+    return validate_table(df, path)
+
+
+def validate_table(df: pd.DataFrame, path: str | Path = "<table>") -> pd.DataFrame:
+    """Check and complete a table from another tool: required columns, defaults for the rest."""
+    missing = [c for c in REQUIRED_FOR_ANALYSIS if c not in df.columns]
+    if "duration_ns" in df.columns:
+        missing = [c for c in missing if c not in ("start_ns", "end_ns")]
+    if missing:
+        raise ResultFileError(
+            path,
+            f"missing column(s) {', '.join(missing)}; an iterations table needs "
+            f"{', '.join(REQUIRED_FOR_ANALYSIS)} (see docs/iterations-table.md)",
+        )
+    df = df.copy()
+    defaults = {"experiment": Path(str(path)).stem, "host": "", "suite": "", "order": ""}
+    for col, val in defaults.items():
+        if col not in df.columns:
+            df[col] = val
+    bad_method = set(df["method"].astype(str).unique()) - {"seqn", "aduet", "sduet"}
+    if bad_method:
+        raise ResultFileError(
+            path, f"column 'method' has {sorted(bad_method)}; allowed: seqn, aduet, sduet"
+        )
+    bad_pair = set(df["pair"].astype(str).unique()) - {"A", "B"}
+    if bad_pair:
+        raise ResultFileError(path, f"column 'pair' has {sorted(bad_pair)}; allowed: A, B")
+    if "start_ns" not in df.columns:
+        df["synthetic_ts"] = True
+        dur = df["duration_ns"].astype(np.int64)
+        ends = dur.groupby([df["benchmark"], df["method"], df["run"], df["pair"]]).cumsum()
+        df["end_ns"] = ends
+        df["start_ns"] = ends - dur
+    for col in ("run", "iteration", "start_ns", "end_ns"):
+        try:
+            df[col] = df[col].astype(np.int64)
+        except (ValueError, TypeError):
+            raise ResultFileError(path, f"column '{col}' must hold integers") from None
+    if "duration_ns" not in df.columns:
+        df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["duration_ns"] = df["duration_ns"].astype(np.int64)
+    return order_columns(df)

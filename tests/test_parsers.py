@@ -1,0 +1,523 @@
+"""Result-file parser plugins: fixtures -> iterations, truncated files -> ResultFileError.
+
+Expected timestamps are computed by hand from the fixture values (shown in the
+comments), not by calling the code under test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from duetbench.errors import DuetError, ResultFileError
+from duetbench.parse._util import parse_date_output
+from duetbench.parse.dacapo import parse_dacapo, parse_scalabench
+from duetbench.parse.generic import parse_generic
+from duetbench.parse.hyperfine import parse_hyperfine
+from duetbench.parse.jmh import parse_jmh
+from duetbench.parse.pyperf import parse_pyperf
+from duetbench.parse.registry import SideContext, get_parser
+from duetbench.parse.renaissance import parse_renaissance
+from duetbench.parse.speccpu import parse_speccpu
+
+FIX = Path(__file__).parent / "fixtures" / "parsers"
+Parser = Callable[[SideContext], pd.DataFrame]
+
+
+def side(
+    side_dir: Path,
+    *results: str,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+    artifacts: Mapping[str, str] | None = None,
+) -> SideContext:
+    sides: dict[str, Any] = {}
+    if start_ns is not None or end_ns is not None:
+        sides = {"A": {"start_ns": start_ns, "end_ns": end_ns}}
+    return SideContext(
+        side_dir=side_dir,
+        result_files=tuple(Path(r) for r in results),
+        pair="A",
+        benchmark="bench",
+        method="aduet",
+        run={"sides": sides},
+        artifacts=dict(artifacts or {}),
+    )
+
+
+def copy_fixture(suite: str, tmp_path: Path) -> Path:
+    dst = tmp_path / suite
+    shutil.copytree(FIX / suite, dst)
+    return dst
+
+
+def assert_int64(df: pd.DataFrame, *cols: str) -> None:
+    for col in cols:
+        assert df[col].dtype == "int64", (col, df[col].dtype)
+
+
+def row(df: pd.DataFrame, i: int) -> tuple[int, int, int, int]:
+    r = df.iloc[i]
+    return int(r["iteration"]), int(r["start_ns"]), int(r["end_ns"]), int(r["duration_ns"])
+
+
+@pytest.fixture
+def local_tz(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set the process time zone (POSIX TZ string); restored afterwards."""
+
+    def set_tz(tz: str) -> None:
+        monkeypatch.setenv("TZ", tz)
+        time.tzset()
+
+    yield set_tz
+    monkeypatch.undo()
+    time.tzset()
+
+
+# ------------------------------------------------------------------ registry
+
+
+ENTRY_POINTS = {
+    "generic": parse_generic,
+    "renaissance": parse_renaissance,
+    "dacapo": parse_dacapo,
+    "scalabench": parse_scalabench,
+    "speccpu": parse_speccpu,
+    "pyperf": parse_pyperf,
+    "pyperformance": parse_pyperf,
+    "jmh": parse_jmh,
+    "hyperfine": parse_hyperfine,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
+def test_get_parser_finds_every_declared_entry_point(name: str) -> None:
+    assert get_parser(name) is ENTRY_POINTS[name]
+
+
+def test_generic_aliases_and_unknown_name() -> None:
+    assert get_parser("csv") is parse_generic
+    assert get_parser("jsonl") is parse_generic
+    with pytest.raises(DuetError, match="no result parser named 'nosuch'"):
+        get_parser("nosuch")
+
+
+# ------------------------------------------------------------------- generic
+
+
+def test_generic_csv_ns_with_filler_and_extras() -> None:
+    df = parse_generic(side(FIX / "generic", "iterations.csv"))
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    assert len(df) == 4
+    assert row(df, 0) == (0, 1_700_000_000_000_000_000, 1_700_000_000_250_000_000, 250_000_000)
+    # 1700000000981999999 - 1700000000748000000
+    assert row(df, 3) == (3, 1_700_000_000_748_000_000, 1_700_000_000_981_999_999, 233_999_999)
+    assert df["filler"].dtype == bool
+    assert df["filler"].tolist() == [True, False, False, False]
+    assert df["rss_kb"].tolist() == [10240, 10496, 10512, 10512]
+    assert df["rss_kb"].dtype == "int64"
+    assert df["phase"].tolist() == ["warmup", "measure", "measure", "measure"]
+
+
+def test_generic_jsonl_seconds_exact_and_per_workload_iterations() -> None:
+    df = parse_generic(side(FIX / "generic", "iterations.jsonl"))
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    # 1700000000.5 s -> 1700000000500000000 ns exactly (no float rounding)
+    assert row(df, 0) == (0, 1_700_000_000_500_000_000, 1_700_000_000_750_000_000, 250_000_000)
+    # 1700000000.760000001 .. 1700000001.012345678
+    assert row(df, 1) == (1, 1_700_000_000_760_000_001, 1_700_000_001_012_345_678, 252_345_677)
+    assert row(df, 2) == (0, 1_700_000_001_100_000_000, 1_700_000_001_300_000_000, 200_000_000)
+    assert df["workload"].tolist() == ["parse", "parse", "render"]
+    assert df["rows"].tolist() == [1000, 1000, 200]
+
+
+def test_generic_csv_seconds_and_benchmark_column_becomes_workload() -> None:
+    df = parse_generic(side(FIX / "generic", "seconds.csv"))
+    assert "benchmark" not in df.columns  # would clash with the core column
+    assert df["workload"].tolist() == ["sort"] * 3
+    assert row(df, 0) == (0, 1_700_000_000_000_000_123, 1_700_000_000_500_000_000, 499_999_877)
+    assert row(df, 2) == (2, 1_700_000_001_020_000_000, 1_700_000_001_530_000_000, 510_000_000)
+
+
+def test_generic_directory_parses_every_file_in_sorted_order(tmp_path: Path) -> None:
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "b.jsonl").write_text('{"start_ns": 30, "end_ns": 40}\n{"start_ns": 50, "end_ns": 65}\n')
+    (d / "a.csv").write_text("start_ns,end_ns\n10,20\n")
+    (d / "notes.txt").write_text("ignored: not a result pattern\n")
+    df = parse_generic(side(tmp_path, "out"))
+    assert df["start_ns"].tolist() == [10, 30, 50]
+    assert df["iteration"].tolist() == [0, 1, 2]
+    assert df["duration_ns"].tolist() == [10, 10, 15]
+    assert df["source_file"].tolist() == ["out/a.csv", "out/b.jsonl", "out/b.jsonl"]
+
+
+def test_generic_json_array_duration_only_and_sniffed_extension(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text('{"iterations": [{"duration_ns": 5}, {"duration_ns": 7}]}')
+    df = parse_generic(side(tmp_path, "r.json"))
+    assert "start_ns" not in df.columns
+    assert df["duration_ns"].tolist() == [5, 7]
+    (tmp_path / "r.out").write_text("start,end\n1.5,2.25\n")
+    df = parse_generic(side(tmp_path, "r.out"))
+    assert row(df, 0) == (0, 1_500_000_000, 2_250_000_000, 750_000_000)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("start_ns,end_ns\n10,20\n30,x\n", 3, "expected a number"),
+        ("start_ns,end_ns\n10,20\n30,25\n", 3, "ends before it starts"),
+        ("start_ns,end_ns\n10,20\n30\n", 3, "1 fields but the header has 2"),
+        ("foo,bar\n1,2\n", 2, "no timing columns"),
+    ],
+)
+def test_generic_bad_rows_name_file_and_line(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    (tmp_path / "it.csv").write_text(text)
+    with pytest.raises(ResultFileError, match=message) as exc:
+        parse_generic(side(tmp_path, "it.csv"))
+    assert exc.value.line == line
+    assert str(tmp_path / "it.csv") in str(exc.value)
+
+
+# -------------------------------------------------------------- renaissance
+
+
+def test_renaissance_two_benchmarks() -> None:
+    df = parse_renaissance(side(FIX / "renaissance", "results.json"))
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    assert df["workload"].tolist() == ["scrabble"] * 4 + ["chi-square"] * 3
+    assert df["iteration"].tolist() == [0, 1, 2, 3, 0, 1, 2]
+    # start_unix_ms 1700000000123 -> 1700000000123000000 ns, + uptime_ns 2515700351
+    # end = start + duration_ns 911379929
+    assert row(df, 0) == (0, 1_700_000_002_638_700_351, 1_700_000_003_550_080_280, 911_379_929)
+    # + uptime_ns 9498765432, duration 1594764894
+    assert row(df, 6) == (2, 1_700_000_009_621_765_432, 1_700_000_011_216_530_326, 1_594_764_894)
+    assert (df["termination"] == "normal").all()
+
+
+def test_renaissance_missing_vm_start(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text('{"data": {}, "environment": {"vm": {}}}')
+    with pytest.raises(ResultFileError, match="environment.vm.start_unix_ms"):
+        parse_renaissance(side(tmp_path, "r.json"))
+
+
+# ------------------------------------------------------------ dacapo/scala
+
+
+def test_dacapo_start_unix() -> None:
+    df = parse_dacapo(side(FIX / "dacapo", "results.csv"))
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    assert df["iteration"].tolist() == list(range(6))
+    # start_unix 1700000100512 ms; iteration_time_ns 4123456789
+    assert row(df, 0) == (0, 1_700_000_100_512_000_000, 1_700_000_104_635_456_789, 4_123_456_789)
+    # start_unix 1700000113766 ms; iteration_time_ns 1943210987
+    assert row(df, 5) == (5, 1_700_000_113_766_000_000, 1_700_000_115_709_210_987, 1_943_210_987)
+    assert not df["synthetic_ts"].any()
+    assert df["total_ms"].tolist()[0] == 4124
+
+
+def test_container_path_in_results_is_found_in_side_dir() -> None:
+    # the thesis' duet.yml lists `/duet/results.csv`, a path inside the container
+    df = parse_dacapo(side(FIX / "dacapo", "/duet/results.csv"))
+    assert len(df) == 6
+
+
+SCALA_DURATIONS = [6_312_456_789, 4_120_987_654, 3_611_234_567, 3_587_654_321, 3_571_234_987]
+
+
+def _check_scalabench_laid_out(df: pd.DataFrame, origin: int) -> None:
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    assert df["duration_ns"].tolist() == SCALA_DURATIONS
+    assert df["synthetic_ts"].all()
+    assert row(df, 0) == (0, origin, origin + 6_312_456_789, 6_312_456_789)
+    # 6312456789 + 4120987654 + 3611234567 + 3587654321 = 17632333331
+    assert row(df, 4) == (4, origin + 17_632_333_331, origin + 21_203_568_318, 3_571_234_987)
+
+
+def test_scalabench_old_build_laid_out_from_process_start() -> None:
+    ctx = side(FIX / "scalabench", "results.csv", start_ns=1_700_000_200_000_000_000)
+    df = parse_scalabench(ctx)
+    _check_scalabench_laid_out(df, 1_700_000_200_000_000_000)
+    assert df["iteration"].tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "date",
+    [
+        "Tue Nov 14 22:16:40 UTC 2023\n",  # default `date`, C locale
+        "Tue Nov 14 11:16:40 PM CET 2023\n",  # en_US locale, another zone
+        "2023-11-14T22:16:40+00:00",  # date -Iseconds
+        "1700000200\n",  # date +%s
+    ],
+)
+def test_scalabench_old_build_laid_out_from_date_artifact(date: str) -> None:
+    df = parse_scalabench(side(FIX / "scalabench", "results.csv", artifacts={"date": date}))
+    _check_scalabench_laid_out(df, 1_700_000_200_000_000_000)  # 2023-11-14 22:16:40 UTC
+
+
+def test_dacapo_old_build_without_any_origin_is_an_error() -> None:
+    with pytest.raises(ResultFileError, match="no 'start_unix' column") as exc:
+        parse_dacapo(side(FIX / "scalabench", "results.csv"))
+    assert "results.csv" in str(exc.value)
+
+
+def test_dacapo_unreadable_date_artifact() -> None:
+    ctx = side(
+        FIX / "scalabench", "results.csv", artifacts={"date": "Tue Nov 14 22:16:40 XYZ 2023"}
+    )
+    with pytest.raises(ResultFileError, match="artifact 'date' is unreadable"):
+        parse_dacapo(ctx)
+
+
+def test_dacapo_not_a_harness_csv(tmp_path: Path) -> None:
+    (tmp_path / "results.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ResultFileError, match="iteration_time_ns") as exc:
+        parse_dacapo(side(tmp_path, "results.csv"))
+    assert exc.value.line == 1
+
+
+def test_date_artifact_formats() -> None:
+    assert parse_date_output("Sun, 22 Nov 2026 02:52:58 +0000") == 1_795_315_978_000_000_000
+    assert parse_date_output("2026-11-22T02:52:58,123456789+01:00") == 1_795_312_378_123_456_789
+    assert parse_date_output("1795315978.25") == 1_795_315_978_250_000_000
+    with pytest.raises(ValueError, match="no UTC offset"):
+        parse_date_output("2026-11-22T02:52:58")
+
+
+# ------------------------------------------------------------------ speccpu
+
+
+def test_speccpu_rate_start_end_per_benchmark() -> None:
+    df = parse_speccpu(side(FIX / "speccpu", "result"))
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    assert df["workload"].tolist() == ["505.mcf_r"] * 2 + ["531.deepsjeng_r"] * 2
+    assert df["iteration"].tolist() == [0, 1, 0, 1]
+    # Rate Start (1654092292.28303), Rate End (1654092757.17651)
+    assert row(df, 0) == (0, 1_654_092_292_283_030_000, 1_654_092_757_176_510_000, 464_893_480_000)
+    # Rate Start (1654093521.20455), Rate End (1654093819.98011)
+    assert row(df, 3) == (1, 1_654_093_521_204_550_000, 1_654_093_819_980_110_000, 298_775_560_000)
+    assert "source_file" not in df.columns  # the build log (CPU2017.001.log) has no iterations
+
+
+def test_speccpu_log_without_iterations(tmp_path: Path) -> None:
+    d = tmp_path / "result"
+    d.mkdir()
+    shutil.copy(FIX / "speccpu" / "result" / "CPU2017.001.log", d)
+    with pytest.raises(ResultFileError, match="no 'Rate Start:'"):
+        parse_speccpu(side(tmp_path, "result"))
+
+
+# ------------------------------------------------------------------- pyperf
+
+# run dates (naive local time, written on a UTC machine) as UTC epoch ns
+D_SUM_0 = 1_795_315_974_676_687_000  # 2026-11-22 02:52:54.676687
+D_SORT_1 = 1_795_315_975_367_516_000  # 2026-11-22 02:52:55.367516
+PYPERF_PROC = (1_795_315_974_000_000_000, 1_795_315_976_000_000_000)  # 02:52:54 .. 02:52:56 UTC
+
+
+def _check_pyperf(df: pd.DataFrame, shift: int = 0) -> None:
+    assert_int64(df, "iteration", "start_ns", "end_ns", "duration_ns")
+    assert len(df) == 16  # 2 benchmarks x 2 runs x (1 warm-up + 3 values)
+    assert df["workload"].tolist() == ["sum_range"] * 8 + ["sorted_list"] * 8
+    assert df["iteration"].tolist() == list(range(8)) * 2
+    assert df["filler"].tolist() == ([True, False, False, False] * 4)
+    # run 0 of sum_range, loops=10: warm-up 1.4002000000346015e-06*10 s -> 14002 ns, values
+    # 12010, 11805, 11694 ns; sum 49511; the last value ends at the run's date
+    assert row(df, 0) == (0, D_SUM_0 - 49_511 + shift, D_SUM_0 - 35_509 + shift, 14_002)
+    assert row(df, 3) == (3, D_SUM_0 - 11_694 + shift, D_SUM_0 + shift, 11_694)
+    # last value of sorted_list run 1: 1.8522999994274869e-06 s * 10 loops * 2 inner_loops
+    assert row(df, 15) == (7, D_SORT_1 - 37_046 + shift, D_SORT_1 + shift, 37_046)
+    # error bound: duration 0.012520469000037338 s - 49511 ns measured + 1 us date resolution
+    assert int(df["ts_max_error_ns"].iloc[0]) == 12_520_469 - 49_511 + 1_000
+    assert df["worker"].tolist()[:8] == [0] * 4 + [1] * 4
+
+
+def test_pyperf_timestamps_from_run_dates() -> None:
+    start, end = PYPERF_PROC
+    df = parse_pyperf(side(FIX / "pyperf", "bench.json", start_ns=start, end_ns=end))
+    _check_pyperf(df)
+
+
+def test_pyperf_infers_utc_offset_from_process_lifetime() -> None:
+    # the same file as if written at UTC+1: the process ran an hour earlier in UTC
+    hour = 3_600_000_000_000
+    start, end = PYPERF_PROC
+    df = parse_pyperf(side(FIX / "pyperf", "bench.json", start_ns=start - hour, end_ns=end - hour))
+    _check_pyperf(df, shift=-hour)
+
+
+def test_pyperf_without_process_times_uses_local_zone(local_tz: Callable[[str], None]) -> None:
+    local_tz("UTC0")
+    _check_pyperf(parse_pyperf(side(FIX / "pyperf", "bench.json")))
+    local_tz("XXX-1")  # POSIX: UTC+1
+    _check_pyperf(parse_pyperf(side(FIX / "pyperf", "bench.json")), shift=-3_600_000_000_000)
+
+
+def test_pyperf_gzip(tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "bench.json.gz", "wb") as fh:
+        fh.write((FIX / "pyperf" / "bench.json").read_bytes())
+    start, end = PYPERF_PROC
+    _check_pyperf(parse_pyperf(side(tmp_path, "bench.json.gz", start_ns=start, end_ns=end)))
+
+
+def test_pyperf_file_from_another_run() -> None:
+    day = 86_400_000_000_000
+    start, end = PYPERF_PROC
+    with pytest.raises(ResultFileError, match="outside the side's process lifetime"):
+        parse_pyperf(side(FIX / "pyperf", "bench.json", start_ns=start + day, end_ns=end + day))
+
+
+def test_pyperf_truncated_gzip(tmp_path: Path) -> None:
+    data = gzip.compress((FIX / "pyperf" / "bench.json").read_bytes())
+    (tmp_path / "bench.json.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ResultFileError, match="gzip") as exc:
+        parse_pyperf(side(tmp_path, "bench.json.gz"))
+    assert "bench.json.gz" in str(exc.value)
+
+
+# ---------------------------------------------------------------- jmh
+
+
+def test_jmh_scores_to_ns_per_op() -> None:
+    df = parse_jmh(side(FIX / "jmh", "result.json"))
+    assert_int64(df, "iteration", "duration_ns")
+    assert "start_ns" not in df.columns and "end_ns" not in df.columns
+    parse = "org.example.JsonBench.parse(size=1000)"
+    assert df["workload"].tolist() == [parse] * 6 + ["org.example.JsonBench.serialize"] * 3
+    assert df["iteration"].tolist() == [0, 1, 2, 3, 4, 5, 0, 1, 2]
+    assert df["fork"].tolist() == [0, 0, 0, 1, 1, 1, 0, 0, 0]
+    # avgt ms/op: 3.25 ms -> 3250000 ns ... 3.175 ms -> 3175000 ns
+    assert df["duration_ns"].tolist()[:6] == [
+        3_250_000,
+        3_187_500,
+        3_200_000,
+        3_300_000,
+        3_150_000,
+        3_175_000,
+    ]
+    # thrpt ops/s: 1e9/125000 = 8000; 1e9/128000 = 7812.5 -> 7812 (half to even);
+    # 1e9/131072 = 7629.39453125 -> 7629
+    assert df["duration_ns"].tolist()[6:] == [8_000, 7_812, 7_629]
+    assert df["ns_per_op"].iloc[7] == pytest.approx(7812.5)
+    assert df["param_size"].iloc[0] == "1000"
+
+
+def test_jmh_unknown_unit(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text(
+        '[{"benchmark": "b", "mode": "thrpt", "primaryMetric": {"scoreUnit": "bananas", "rawData": [[1.0]]}}]'
+    )
+    with pytest.raises(ResultFileError, match="bananas"):
+        parse_jmh(side(tmp_path, "r.json"))
+
+
+# ------------------------------------------------------------- hyperfine
+
+
+def test_hyperfine_commands_as_workloads() -> None:
+    df = parse_hyperfine(side(FIX / "hyperfine", "results.json"))
+    assert_int64(df, "iteration", "duration_ns")
+    assert "start_ns" not in df.columns
+    assert df["workload"].tolist() == ["sleep 0.01"] * 5 + ["sleep 0.02"] * 5
+    assert df["iteration"].tolist() == list(range(5)) * 2
+    # times[0] 0.013563332 s; last 0.021157442000000002 s -> 21157442 ns
+    assert row_dur(df, 0) == (0, 13_563_332)
+    assert row_dur(df, 9) == (4, 21_157_442)
+    assert (df["exit_code"] == 0).all()
+
+
+def row_dur(df: pd.DataFrame, i: int) -> tuple[int, int]:
+    return int(df["iteration"].iloc[i]), int(df["duration_ns"].iloc[i])
+
+
+# --------------------------------------------- truncated and missing files
+
+
+def _cut_after_comma(text: str) -> str:
+    """Cut a CSV in the middle of a data row, right after a field separator."""
+    lines = text.splitlines(keepends=True)
+    keep = "".join(lines[: len(lines) // 2 + 1])
+    last = lines[len(lines) // 2 + 1]
+    return keep + last[: last.index(",") + 1]
+
+
+def _cut_half(text: str) -> str:
+    """Cut in the middle of a line (never right after a line end)."""
+    cut = text[: len(text) // 2]
+    return cut[:-2] if cut.endswith("\n") else cut
+
+
+def _cut_after_rate_start(text: str) -> str:
+    return text[: text.rindex("Rate End:")]
+
+
+TRUNCATED = [
+    # (suite dir, file to truncate (relative), results entry, parser, how to cut)
+    ("generic", "iterations.csv", "iterations.csv", parse_generic, _cut_after_comma),
+    ("generic", "iterations.jsonl", "iterations.jsonl", parse_generic, _cut_half),
+    ("renaissance", "results.json", "results.json", parse_renaissance, _cut_half),
+    ("dacapo", "results.csv", "results.csv", parse_dacapo, _cut_half),
+    ("scalabench", "results.csv", "results.csv", parse_scalabench, _cut_half),
+    ("speccpu", "result/CPU2017.002.log", "result", parse_speccpu, _cut_after_rate_start),
+    ("pyperf", "bench.json", "bench.json", parse_pyperf, _cut_half),
+    ("jmh", "result.json", "result.json", parse_jmh, _cut_half),
+    ("hyperfine", "results.json", "results.json", parse_hyperfine, _cut_half),
+]
+
+
+@pytest.mark.parametrize(
+    ("suite", "name", "entry", "parser", "cut"), TRUNCATED, ids=[t[1] for t in TRUNCATED]
+)
+def test_truncated_file_is_a_result_file_error(
+    tmp_path: Path,
+    suite: str,
+    name: str,
+    entry: str,
+    parser: Parser,
+    cut: Callable[[str], str],
+) -> None:
+    d = copy_fixture(suite, tmp_path)
+    path = d / name
+    path.write_text(cut(path.read_text()))
+    ctx = side(d, entry, start_ns=1, artifacts={"date": "1700000000"})
+    with pytest.raises(ResultFileError) as exc:
+        parser(ctx)
+    assert str(path) in str(exc.value)
+    assert exc.value.path == str(path)
+    assert exc.value.line is not None
+
+
+@pytest.mark.parametrize("parser", sorted(set(ENTRY_POINTS.values()), key=lambda p: p.__name__))
+def test_no_result_file_is_a_result_file_error(tmp_path: Path, parser: Parser) -> None:
+    with pytest.raises(ResultFileError, match="no .* result file found"):
+        parser(side(tmp_path, "results.json"))  # listed but never written
+    with pytest.raises(ResultFileError, match="no .* result file found"):
+        parser(side(tmp_path))  # nothing listed, empty side dir
+
+
+@pytest.mark.parametrize(
+    ("parser", "suite", "entry"),
+    [
+        (parse_renaissance, "renaissance", "results.json"),
+        (parse_pyperf, "pyperf", "bench.json"),
+        (parse_jmh, "jmh", "result.json"),
+        (parse_hyperfine, "hyperfine", "results.json"),
+    ],
+)
+def test_wrong_json_kind_is_a_result_file_error(
+    parser: Parser, suite: str, entry: str, tmp_path: Path
+) -> None:
+    # each JSON parser fed another suite's JSON file
+    other = "hyperfine/results.json" if suite != "hyperfine" else "renaissance/results.json"
+    shutil.copy(FIX / other, tmp_path / entry)
+    with pytest.raises(ResultFileError) as exc:
+        parser(side(tmp_path, entry))
+    assert entry in str(exc.value)

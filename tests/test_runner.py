@@ -1,0 +1,317 @@
+"""`duet run` on local processes: all three methods, overlap and alignment, timeouts, failures,
+crash + resume. These are the done-when checks of the core runner issue."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tests.conftest import pids_with, run_duet
+
+from duetbench.config import loads_config
+from duetbench.plan import make_plan
+
+WORK = "python3 -c 'import sys; sum(i*i for i in range(int(sys.argv[1])))'"
+
+
+def small_config(tmp_path: Path, body: str, name: str = "t") -> Path:
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(f"experiment:\n  name: {name}\n  seed: 3\n" + body)
+    return cfg
+
+
+def read_iters(run_dir: Path, pair: str) -> pd.DataFrame:
+    return pd.read_csv(run_dir / pair / "iterations.csv")
+
+
+def test_all_methods_complete_with_overlap_and_alignment(tmp_path):
+    cfg = small_config(
+        tmp_path,
+        f"""
+  repetitions: {{seqn: 2, aduet: 2, sduet: 2}}
+  timeout: 60s
+defaults:
+  iterations: 8
+benchmarks:
+  aa:
+    command: {WORK} 60000
+  ab:
+    A: {{command: "{WORK} 60000"}}
+    B: {{command: "{WORK} 90000"}}
+""".replace("{WORK}", WORK),
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    root = tmp_path / "res" / "t"
+    journal = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
+    plan = json.loads((root / "experiment.json").read_text())["plan"]
+    assert sorted(e["run_id"] for e in journal) == sorted(p["run_id"] for p in plan)
+    assert len(plan) == 2 * (2 * 2 + 2 + 2)
+    assert all(e["status"] == "ok" for e in journal)
+    assert list((root / "hosts").glob("*.json"))
+    for run_id in (p["run_id"] for p in plan):
+        run = json.loads((root / "runs" / run_id / "run.json").read_text())
+        assert run["status"] == "ok"
+        for pair, side in run["sides"].items():
+            assert side["iterations"] == 8
+            it = read_iters(root / "runs" / run_id, pair)
+            assert len(it) == 8 and (it.duration_ns > 0).all()
+            assert (it.start_ns.diff().dropna() > 0).all()
+        if run["method"] == "seqn":
+            continue
+        a, b = read_iters(root / "runs" / run_id, "A"), read_iters(root / "runs" / run_id, "B")
+        # the two sides really ran at the same time
+        overlap = min(a.end_ns.max(), b.end_ns.max()) - max(a.start_ns.min(), b.start_ns.min())
+        span = max(a.end_ns.max(), b.end_ns.max()) - min(a.start_ns.min(), b.start_ns.min())
+        assert overlap > 0.5 * span
+        assert (
+            set(run["sides"]["A"]["cpus"]) != set(run["sides"]["B"]["cpus"]) or os.cpu_count() == 1
+        )
+        if run["method"] == "sduet":
+            gap_ms = np.abs(a.start_ns.to_numpy() - b.start_ns.to_numpy()) / 1e6
+            assert np.median(gap_ms) < 3.0, gap_ms
+            assert gap_ms.max() < 25.0, gap_ms
+
+
+def test_same_seed_same_plan_rmit_and_balance():
+    text = """
+experiment: {name: p, seed: 11, repetitions: {seqn: 3, aduet: 6, sduet: 5}}
+benchmarks:
+  x: {command: "true"}
+  y: {command: "true"}
+"""
+    p1 = [r.to_dict() for r in make_plan(loads_config(text))]
+    p2 = [r.to_dict() for r in make_plan(loads_config(text))]
+    assert p1 == p2
+    p3 = [r.to_dict() for r in make_plan(loads_config(text.replace("seed: 11", "seed: 12")))]
+    assert [r["run_id"] for r in p1] != [r["run_id"] for r in p3]
+    # rmit interleaves benchmarks and methods
+    seq = [(r["benchmark"], r["method"]) for r in p1]
+    assert seq != sorted(seq)
+    # orders and CPU slots are balanced per benchmark x method
+    for bench in ("x", "y"):
+        for method, n in (("aduet", 6), ("sduet", 5)):
+            runs = [r for r in p1 if r["benchmark"] == bench and r["method"] == method]
+            orders = [r["order"] for r in runs]
+            assert abs(orders.count("AB") - orders.count("BA")) <= n % 2
+            a_slots = [next(s["cpu_slot"] for s in r["sides"] if s["pair"] == "A") for r in runs]
+            assert abs(a_slots.count(0) - a_slots.count(1)) <= n % 2
+            assert [s["pair"] for s in runs[0]["sides"]] == list(runs[0]["order"])
+    # --only keeps every draw of the kept benchmark
+    only = [r.to_dict() for r in make_plan(loads_config(text), ["y"])]
+    assert only == [r for r in p1 if r["benchmark"] == "y"]
+
+
+def test_sequential_schedule_keeps_declaration_order():
+    text = """
+experiment: {name: p, schedule: sequential, repetitions: {seqn: 1, aduet: 1}}
+benchmarks:
+  x: {command: "true"}
+  y: {command: "true"}
+"""
+    ids = [r.run_id for r in make_plan(loads_config(text))]
+    assert ids == [
+        "x.seqn.000.A",
+        "x.seqn.000.B",
+        "x.aduet.000",
+        "y.seqn.000.A",
+        "y.seqn.000.B",
+        "y.aduet.000",
+    ]
+
+
+def test_hang_is_stopped_by_timeout_and_failure_is_recorded(tmp_path):
+    token = f"hang-{uuid.uuid4().hex[:8]}"
+    cfg = small_config(
+        tmp_path,
+        f"""
+  schedule: sequential
+  repetitions: {{aduet: 1}}
+  kill_grace: 1s
+benchmarks:
+  hangs:
+    timeout: 2s
+    iterations: 2
+    command: "python3 -c 'import time; time.sleep(300)' {token}"
+  fails:
+    iterations: 3
+    command: sh -c 'echo boom >&2; exit 7'
+  fine:
+    iterations: 2
+    command: "true"
+""",
+    )
+    t0 = time.monotonic()
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 60
+    root = tmp_path / "res" / "t"
+    status = {
+        e["run_id"]: e["status"]
+        for e in map(json.loads, (root / "journal.jsonl").read_text().splitlines())
+    }
+    assert status == {
+        "hangs.aduet.000": "timeout",
+        "fails.aduet.000": "failed",
+        "fine.aduet.000": "ok",
+    }
+    time.sleep(0.5)
+    assert pids_with(token) == []
+    failed = json.loads((root / "runs" / "fails.aduet.000" / "run.json").read_text())
+    side = failed["sides"]["A"]
+    assert side["exit_code"] == 7 and "boom" in side["stderr_tail"]
+    assert "exited with 7" in failed["message"]
+
+
+def test_sigkill_mid_experiment_then_resume_completes_exactly_once(tmp_path):
+    token = f"resume-{uuid.uuid4().hex[:8]}"
+    cfg = small_config(
+        tmp_path,
+        f"""
+  schedule: sequential
+  repetitions: {{seqn: 2, aduet: 2, sduet: 1}}
+defaults:
+  iterations: 3
+benchmarks:
+  slow:
+    command: "python3 -c 'import time; time.sleep(0.25)' {token}"
+""",
+    )
+    out = tmp_path / "res"
+    env = dict(os.environ, COLUMNS="200")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "duetbench", "run", str(cfg), "-o", str(out), "--no-compare"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    journal = out / "t" / "journal.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until some runs are done and one is in flight
+        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(1.0)
+    assert pids_with(token) == [], "a workload survived the SIGKILL of duet run"
+    done_before = {json.loads(x)["run_id"] for x in journal.read_text().splitlines()}
+    assert 2 <= len(done_before) < 7
+    # without --resume the directory is never overwritten
+    r = run_duet("run", str(cfg), "-o", str(out), "--no-compare")
+    assert r.returncode == 2 and "--resume" in r.stderr
+    r = run_duet("run", str(cfg), "-o", str(out), "--resume", "--no-compare")
+    assert r.returncode == 0, r.stderr
+    entries = [json.loads(x) for x in journal.read_text().splitlines()]
+    ids = [e["run_id"] for e in entries]
+    assert len(ids) == len(set(ids)) == 7
+    runs = sorted(p.name for p in (out / "t" / "runs").iterdir() if not p.name.startswith("."))
+    assert runs == sorted(ids)
+    for rid in ids:
+        assert json.loads((out / "t" / "runs" / rid / "run.json").read_text())["status"] == "ok"
+    # the runs finished before the crash were kept, not re-executed
+    first = {e["run_id"]: e["start_ns"] for e in entries}
+    assert all(first[r] < entries[len(done_before)]["start_ns"] for r in done_before)
+    assert pids_with(token) == []
+
+
+def test_external_harness_generic_results_are_collected(tmp_path):
+    script = tmp_path / "harness.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "echo iteration,start_ns,end_ns > out.csv\n"
+        "for i in 0 1 2 3; do s=$(date +%s%N); sleep 0.02; e=$(date +%s%N); echo $i,$s,$e >> out.csv; done\n"
+    )
+    script.chmod(0o755)
+    cfg = small_config(
+        tmp_path,
+        f"""
+  repetitions: {{seqn: 1, aduet: 1}}
+benchmarks:
+  ext:
+    harness: generic
+    command: {script}
+    results: [out.csv]
+""",
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    root = tmp_path / "res" / "t"
+    run = json.loads((root / "runs" / "ext.aduet.000" / "run.json").read_text())
+    assert run["status"] == "ok"
+    assert run["sides"]["A"]["result_files"] == ["out.csv"]
+    assert run["sides"]["A"]["cwd"].endswith("/A")  # a private working directory per side
+
+
+def test_missing_result_file_marks_run_failed(tmp_path):
+    cfg = small_config(
+        tmp_path,
+        """
+  repetitions: {aduet: 1}
+benchmarks:
+  ext:
+    harness: generic
+    command: "true"
+    results: [nothere.csv]
+""",
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0
+    run = json.loads((tmp_path / "res" / "t" / "runs" / "ext.aduet.000" / "run.json").read_text())
+    assert run["status"] == "failed" and "nothere.csv" in run["message"]
+
+
+def test_busy_shorter_side_marks_filler(tmp_path):
+    cfg = small_config(
+        tmp_path,
+        """
+  repetitions: {aduet: 1}
+benchmarks:
+  uneven:
+    iterations: 4
+    busy_shorter_side: true
+    A: {command: "sleep 0.02"}
+    B: {command: "sleep 0.2"}
+""",
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    a = read_iters(tmp_path / "res" / "t" / "runs" / "uneven.aduet.000", "A")
+    b = read_iters(tmp_path / "res" / "t" / "runs" / "uneven.aduet.000", "B")
+    assert (a.filler == 0).sum() == 4 and (a.filler == 1).sum() >= 5
+    assert (b.filler == 0).sum() == 4
+    # A kept iterating until B finished, so B never ran alone for long
+    assert a.end_ns.max() >= b.end_ns.max() - 60e6
+
+
+def test_environment_and_private_dirs(tmp_path):
+    cfg = small_config(
+        tmp_path,
+        """
+  repetitions: {aduet: 1}
+benchmarks:
+  env:
+    iterations: 1
+    env: {MYVAR: hello}
+    command: sh -c 'echo "$MYVAR $DUET_PAIR $DUET_RUN $DUET_METHOD $DUET_OUTPUT_DIR" > seen.txt'
+""",
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    for pair in "AB":
+        seen = (
+            (tmp_path / "res" / "t" / "runs" / "env.aduet.000" / pair / "seen.txt")
+            .read_text()
+            .split()
+        )
+        assert seen[:4] == ["hello", pair, "env.aduet.000", "aduet"]
+        assert seen[4].endswith(f"/{pair}")
