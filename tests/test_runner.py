@@ -77,8 +77,12 @@ benchmarks:
         )
         if run["method"] == "sduet":
             gap_ms = np.abs(a.start_ns.to_numpy() - b.start_ns.to_numpy()) / 1e6
-            assert np.median(gap_ms) < 3.0, gap_ms
-            assert gap_ms.max() < 25.0, gap_ms
+            # shared 2-core VM: a woken side may wait for the next scheduler tick (docs/sync.md)
+            assert np.median(gap_ms) < 8.0, gap_ms
+            assert gap_ms.max() < 60.0, gap_ms
+            # timing-free: iteration k+1 of one side starts only after both finished iteration k
+            for x, y in ((a, b), (b, a)):
+                assert (x.start_ns.to_numpy()[1:] >= y.end_ns.to_numpy()[:-1] - 1_000_000).all()
 
 
 def test_same_seed_same_plan_rmit_and_balance():

@@ -1,0 +1,7 @@
+"""``python -m duetbench.sync wait|done|path|coordinate`` (see :func:`duetbench.sync.main`)."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,580 @@
+"""The synchronous-duet handshake (duetbench.sync): protocol, robustness, harnesses.
+
+Alignment tests run two real processes per duet with *different* per-iteration
+work (B does 4x A's work): with the coordinator, iteration k starts on both
+sides together; without it (the control), B falls further behind every
+iteration. Thresholds are loose enough for a shared 2-core VM and far below
+what the control shows, so a broken handshake fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import duetbench.sync as sync
+from duetbench.sync import SyncClient, SyncCoordinator, SyncError, SyncTimeout
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "sync"
+BUSYBOX = Path("/bin/busybox")
+ITERATIONS = 12
+SIDE_TIMEOUT_S = 30.0  # a side that hangs fails the test instead of stalling the suite
+
+# Synchronized starts: median and worst |start_A - start_B| over the iterations.
+# On a quiet 2-core VM the medians are 50-150 us; when other tenants keep both
+# cores busy a woken side can wait for the next scheduler tick (4 ms), and the
+# medians rise to 3-5 ms, and dash's `date` process per timestamp has stalled
+# one iteration by 33 ms. The limits allow that; a broken handshake is far off,
+# and `_assert_starts_between_gos` checks the synchronization without timing.
+MEDIAN_LIMIT_NS = 8_000_000
+MAX_LIMIT_NS = 60_000_000
+# The control (no coordinator): B loses ~30 ms per iteration, ~330 ms over the run.
+# (Measured as the change of start_B - start_A from the first to the last
+# iteration: the sides' start-up offset may cancel part of it at some k.)
+CONTROL_DRIFT_MIN_NS = 10 * MEDIAN_LIMIT_NS
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUET_")}
+    env["DUET_SYNC_TIMEOUT"] = str(SIDE_TIMEOUT_S)
+    return env
+
+
+def _read_csv(path: Path) -> list[tuple[int, int, int]]:
+    lines = path.read_text().splitlines()
+    assert lines[0] == "iteration,start_ns,end_ns"
+    rows = [tuple(int(x) for x in line.split(",")) for line in lines[1:]]
+    assert [r[0] for r in rows] == list(range(len(rows)))
+    assert all(e >= s for _, s, e in rows)
+    return rows  # type: ignore[return-value]
+
+
+def _run_sides(
+    cmds: dict[str, Sequence[str]],
+    env_for: dict[str, dict[str, str]],
+    coord: SyncCoordinator | None,
+    timeout: float = 45.0,
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Start every side at once; like the executor, report each exit to the coordinator."""
+    procs = {
+        pair: subprocess.Popen(
+            list(cmd), env=env_for[pair], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for pair, cmd in cmds.items()
+    }
+    results: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def reap(pair: str) -> None:
+        proc = procs[pair]
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        results[pair] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        if coord is not None:
+            coord.side_finished(pair)
+
+    threads = [threading.Thread(target=reap, args=(p,)) for p in cmds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def _duet(
+    tmp_path: Path, make_cmd, work: dict[str, int], synchronized: bool = True
+) -> tuple[list[int], SyncCoordinator | None]:
+    """Run A and B (different work); the per-iteration |start_A - start_B| in ns."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = {p: tmp_path / f"{p}.csv" for p in work}
+    cmds = {p: make_cmd(out[p], ITERATIONS, work[p]) for p in work}
+    if synchronized:
+        with SyncCoordinator.create(tmp_path / "sync") as coord:
+            envs = {p: {**_base_env(), **coord.env(p)} for p in work}
+            res = _run_sides(cmds, envs, coord)
+    else:
+        coord = None
+        res = _run_sides(cmds, {p: _base_env() for p in work}, None)
+    for p, r in res.items():
+        assert r.returncode == 0, f"side {p}: {r.stderr}"
+    rows = {p: _read_csv(out[p]) for p in work}
+    assert len(rows["A"]) == len(rows["B"]) == ITERATIONS
+    if coord is not None:
+        _assert_starts_between_gos(coord, rows)
+    return [b[1] - a[1] for a, b in zip(rows["A"], rows["B"], strict=True)], coord
+
+
+def _assert_starts_between_gos(
+    coord: SyncCoordinator, rows: dict[str, list[tuple[int, int, int]]]
+) -> None:
+    """Timing-free evidence: every side starts iteration k after go k and before go k+1."""
+    gos = coord.go_times_ns
+    assert all(len(r) == len(gos) for r in rows.values())
+    assert all(set(e.pairs) == set(rows) for e in coord.go_events)
+    for pair, r in rows.items():
+        for k, (_, start, _) in enumerate(r):
+            assert gos[k] <= start, f"{pair} started iteration {k} before its go"
+            if k + 1 < len(gos):
+                assert start < gos[k + 1], f"{pair} started iteration {k} after go {k + 1}"
+
+
+def _check_aligned(tmp_path: Path, make_cmd, work: dict[str, int], label: str) -> None:
+    gaps, coord = _duet(tmp_path, make_cmd, work)
+    diffs = [abs(g) for g in gaps]
+    assert coord is not None
+    med, worst = statistics.median(diffs), max(diffs)
+    print(f"\n{label}: |start_A - start_B| median {med / 1e3:.0f} us, max {worst / 1e3:.0f} us")
+    assert med < MEDIAN_LIMIT_NS, f"{label}: median start gap {med / 1e6:.2f} ms"
+    assert worst < MAX_LIMIT_NS, f"{label}: worst start gap {worst / 1e6:.2f} ms"
+    events = coord.go_events
+    assert len(events) == ITERATIONS
+    assert all(set(e.pairs) == {"A", "B"} for e in events)
+    assert coord.protocol_errors == []
+    assert not (tmp_path / "sync").exists()
+
+
+def _check_control(tmp_path: Path, make_cmd, label: str) -> None:
+    """Without the coordinator B falls further behind A every iteration."""
+    gaps, _ = _duet(tmp_path, make_cmd, WORK, synchronized=False)
+    drift = gaps[-1] - gaps[0]
+    print(f"{label} control (no coordinator): start_B - start_A drifts {drift / 1e6:.0f} ms")
+    assert drift > CONTROL_DRIFT_MIN_NS
+
+
+# --------------------------------------------------------------------------- harness commands
+
+
+def _py_cmd(out: Path, n: int, work: int) -> list[str]:
+    return [
+        sys.executable,
+        str(EXAMPLES / "harness.py"),
+        str(out),
+        "--iterations",
+        str(n),
+        "--work",
+        str(work * 20_000),
+    ]
+
+
+def _sh_cmd(shell: Sequence[str]):
+    def make(out: Path, n: int, work: int) -> list[str]:
+        return [*shell, str(EXAMPLES / "harness.sh"), str(out), str(n), str(work * 2500)]
+
+    return make
+
+
+def _c_cmd(binary: Path):
+    def make(out: Path, n: int, work: int) -> list[str]:
+        return [str(binary), str(out), str(n), str(work * 5_000_000)]
+
+    return make
+
+
+def _compile(tmp_path: Path, static: bool) -> Path:
+    binary = tmp_path / ("harness-static" if static else "harness")
+    cmd = ["gcc", "-O2", "-Wall", "-Wextra", "-Werror"]
+    cmd += ["-static"] if static else []
+    cmd += ["-I", str(REPO / "src" / "duetbench" / "sync"), "-o", str(binary)]
+    cmd += [str(EXAMPLES / "harness.c")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return binary
+
+
+SHELLS = [pytest.param(["/bin/sh"], id="sh")]
+if BUSYBOX.exists():
+    SHELLS.append(pytest.param([str(BUSYBOX), "sh"], id="busybox-sh"))
+
+WORK = {"A": 1, "B": 4}  # units of ~10 ms of work per iteration: B does 4x A's work
+
+
+# --------------------------------------------------------------------------- alignment
+
+
+def test_python_sides_start_together_and_control_drifts(tmp_path: Path) -> None:
+    _check_aligned(tmp_path / "sync-run", _py_cmd, WORK, "python")
+    (tmp_path / "control").mkdir()
+    _check_control(tmp_path / "control", _py_cmd, "python")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shell_harness_starts_together(tmp_path: Path, shell: list[str]) -> None:
+    (tmp_path / "run").mkdir()
+    _check_aligned(tmp_path / "run", _sh_cmd(shell), WORK, " ".join(shell))
+    (tmp_path / "control").mkdir()
+    _check_control(tmp_path / "control", _sh_cmd(shell), " ".join(shell))
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_c_harness_starts_together(tmp_path: Path, static: bool) -> None:
+    binary = _compile(tmp_path, static)
+    (tmp_path / "run").mkdir()
+    _check_aligned(tmp_path / "run", _c_cmd(binary), WORK, f"C {'static' if static else 'dynamic'}")
+    if not static:
+        (tmp_path / "control").mkdir()
+        _check_control(tmp_path / "control", _c_cmd(binary), "C")
+
+
+def test_c_harness_compiles_with_strict_c99(tmp_path: Path) -> None:
+    cmd = ["gcc", "-std=c99", "-D_POSIX_C_SOURCE=200809L", "-pedantic", "-O2", "-Wall"]
+    cmd += ["-Wextra", "-Werror", "-I", str(REPO / "src" / "duetbench" / "sync")]
+    cmd += ["-o", str(tmp_path / "h"), str(EXAMPLES / "harness.c")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+def test_mixed_languages_share_one_duet(tmp_path: Path) -> None:
+    """The protocol is language-neutral: a C side and a shell side in one duet."""
+    binary = _compile(tmp_path, static=False)
+    c_make, sh_make = _c_cmd(binary), _sh_cmd(["/bin/sh"])
+    out = {"A": tmp_path / "A.csv", "B": tmp_path / "B.csv"}
+    cmds = {"A": c_make(out["A"], 5, 1), "B": sh_make(out["B"], 5, 2)}
+    with SyncCoordinator.create(tmp_path / "sync") as coord:
+        res = _run_sides(cmds, {p: {**_base_env(), **coord.env(p)} for p in cmds}, coord)
+        assert all(r.returncode == 0 for r in res.values()), res
+        assert len(coord.go_times_ns) == 5
+        _assert_starts_between_gos(coord, {p: _read_csv(out[p]) for p in out})
+
+
+# --------------------------------------------------------------------------- early exit, death
+
+
+_LOOP = "import duetbench.sync as s, sys\nfor _ in range(int(sys.argv[1])):\n    s.wait()\n"
+
+
+@pytest.mark.parametrize("tell", ["done", "side_finished"])
+def test_side_with_fewer_iterations_does_not_block_the_other(tmp_path: Path, tell: str) -> None:
+    """A stops after 3 iterations; B (12) still finishes: its lone readies get go at once."""
+    code_a = _LOOP + ("s.done()\n" if tell == "done" else "")
+    cmds = {
+        "A": [sys.executable, "-c", code_a, "3"],
+        "B": [sys.executable, str(EXAMPLES / "harness.py"), str(tmp_path / "B.csv")]
+        + ["--iterations", "12", "--work", "1000"],
+    }
+    with SyncCoordinator.create(tmp_path / "sync") as coord:
+        envs = {p: {**_base_env(), **coord.env(p)} for p in cmds}
+        t0 = time.monotonic()
+        # With "done" the executor never reports A's exit: the side's own message must do.
+        res = _run_sides(cmds, envs, coord if tell == "side_finished" else None, timeout=20)
+        elapsed = time.monotonic() - t0
+        events = coord.go_events
+    assert res["A"].returncode == 0 and res["B"].returncode == 0, res
+    assert elapsed < 15
+    assert len(_read_csv(tmp_path / "B.csv")) == 12
+    assert [e.pairs for e in events[:3]] == [("A", "B"), ("B", "A"), ("A", "B")]
+    assert [e.pairs for e in events[3:]] == [("B",)] * 9
+
+
+def test_killed_side_is_reported_and_the_other_finishes(tmp_path: Path) -> None:
+    """A dies while waiting for go; the executor's side_finished releases B."""
+    code_b = _LOOP + "import time\ntime.sleep(1.0)\n" + _LOOP.split("\n", 1)[1]
+    with SyncCoordinator.create(tmp_path / "sync") as coord:
+        env_a = {**_base_env(), **coord.env("A")}
+        env_b = {**_base_env(), **coord.env("B")}
+        a = subprocess.Popen([sys.executable, "-c", _LOOP, "1000"], env=env_a)
+        b = subprocess.Popen([sys.executable, "-c", code_b, "3"], env=env_b)
+        # 3 iterations together, then A waits for go while B sleeps: kill A there.
+        _wait_until(lambda: coord.ready_counts["A"] == 4)
+        a.kill()
+        a.wait(10)
+        coord.side_finished("A")
+        assert b.wait(15) == 0
+        events = coord.go_events
+        assert [len(e.pairs) for e in events] == [2, 2, 2, 1, 1, 1]
+        assert coord.wait_finished(0) is False  # B exited without done; not reported yet
+        coord.side_finished("B")
+        assert coord.wait_finished(1)
+
+
+def test_close_after_side_died_mid_protocol(tmp_path: Path) -> None:
+    """A wrote ready and died; B never came. close() is prompt and leaves no FIFO."""
+    sync_dir = tmp_path / "run" / "sync"
+    coord = SyncCoordinator.create(sync_dir)
+    coord.start()
+    a = subprocess.Popen([sys.executable, "-c", _LOOP, "5"], env={**_base_env(), **coord.env("A")})
+    _wait_until(lambda: coord.ready_counts["A"] == 1)
+    a.kill()
+    a.wait(10)
+    t0 = time.monotonic()
+    coord.close()
+    assert time.monotonic() - t0 < 1.0
+    assert not sync_dir.exists()
+    assert (tmp_path / "run").exists()  # only what create() made is removed
+    coord.close()  # idempotent
+    coord.side_finished("A")  # harmless after close
+
+
+def test_close_releases_a_waiting_side_with_an_error(tmp_path: Path) -> None:
+    """The coordinator going away while a side waits: the side fails at once, no timeout."""
+    with SyncCoordinator.create(tmp_path / "sync") as coord:
+        client = SyncClient(coord.directory, "A", timeout_s=30)
+        timer = threading.Timer(0.3, coord.close)
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(SyncError, match="closed"):
+            client.wait()
+        assert time.monotonic() - t0 < 5
+        timer.join()
+
+
+def test_close_with_preexisting_directory_keeps_it(tmp_path: Path) -> None:
+    with SyncCoordinator.create(tmp_path) as coord:
+        assert sorted(os.listdir(tmp_path)) == ["go.A", "go.B", "ready"]
+        assert coord.go_times_ns == []
+    assert tmp_path.exists() and os.listdir(tmp_path) == []
+
+
+def test_stale_fifos_are_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "ready")
+    with pytest.raises(SyncError, match="fresh directory"):
+        SyncCoordinator.create(tmp_path)
+
+
+# --------------------------------------------------------------------------- client edge cases
+
+
+def test_wait_without_sync_dir_is_a_noop() -> None:
+    t0 = time.monotonic()
+    assert sync.wait(environ={}) is False
+    assert sync.done(environ={"DUET_PAIR": "A"}) is False
+    assert sync.wait(environ={"DUET_SYNC_DIR": ""}) is False
+    assert time.monotonic() - t0 < 0.1
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shell_wait_without_sync_dir_is_a_noop(tmp_path: Path, shell: list[str]) -> None:
+    res = subprocess.run(
+        [*shell, str(EXAMPLES / "harness.sh"), str(tmp_path / "r.csv"), "3", "10"],
+        env=_base_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert res.returncode == 0, res.stderr
+    assert len(_read_csv(tmp_path / "r.csv")) == 3
+
+
+def test_missing_coordinator_fails_fast(tmp_path: Path) -> None:
+    """FIFOs left without a coordinator: nobody reads `ready`, the side errors at once."""
+    os.mkfifo(tmp_path / "ready")
+    os.mkfifo(tmp_path / "go.A")
+    env = {"DUET_SYNC_DIR": str(tmp_path), "DUET_PAIR": "A", "DUET_SYNC_TIMEOUT": "30"}
+    t0 = time.monotonic()
+    with pytest.raises(SyncError, match="no coordinator"):
+        sync.wait(environ=env)
+    with pytest.raises(SyncError, match="does not exist"):
+        sync.wait(environ={**env, "DUET_SYNC_DIR": str(tmp_path / "nope")})
+    assert time.monotonic() - t0 < 1
+
+
+def test_hung_coordinator_times_out(tmp_path: Path) -> None:
+    """Someone holds `ready` but never answers: DUET_SYNC_TIMEOUT ends the wait."""
+    os.mkfifo(tmp_path / "ready")
+    os.mkfifo(tmp_path / "go.A")
+    fds = [os.open(tmp_path / n, os.O_RDWR | os.O_NONBLOCK) for n in ("ready", "go.A")]
+    try:
+        env = {"DUET_SYNC_DIR": str(tmp_path), "DUET_PAIR": "A", "DUET_SYNC_TIMEOUT": "0.4"}
+        t0 = time.monotonic()
+        with pytest.raises(SyncTimeout):
+            sync.wait(environ=env)
+        assert 0.35 < time.monotonic() - t0 < 3
+        assert os.read(fds[0], 100) == b"A\n"  # the ready line, byte-exact
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _hung_dir(tmp_path: Path) -> tuple[Path, list[int]]:
+    d = tmp_path / "hung"
+    d.mkdir()
+    os.mkfifo(d / "ready")
+    os.mkfifo(d / "go.A")
+    return d, [os.open(d / n, os.O_RDWR | os.O_NONBLOCK) for n in ("ready", "go.A")]
+
+
+# Shells whose `read` has -t (dash has not: there only the executor's run timeout
+# ends a wait on a coordinator that is alive but never answers).
+TIMEOUT_SHELLS = [p for p in SHELLS if p.id != "sh"]
+if shutil.which("bash"):
+    TIMEOUT_SHELLS.append(pytest.param([shutil.which("bash")], id="bash"))
+ALL_SHELLS = SHELLS + [p for p in TIMEOUT_SHELLS if p not in SHELLS]
+
+
+def _shell_wait(shell: list[str], d: Path, timeout: str, limit: float = 10):
+    script = f'. "{sync.helper_path("sh")}"; duet_sync_wait'
+    env = {**_base_env(), "DUET_SYNC_DIR": str(d), "DUET_PAIR": "A", "DUET_SYNC_TIMEOUT": timeout}
+    t0 = time.monotonic()
+    res = subprocess.run(
+        [*shell, "-c", script], env=env, capture_output=True, text=True, timeout=limit
+    )
+    return res, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("shell", TIMEOUT_SHELLS)
+def test_shell_wait_times_out(tmp_path: Path, shell: list[str]) -> None:
+    d, fds = _hung_dir(tmp_path)
+    try:
+        res, elapsed = _shell_wait(shell, d, "1")
+        assert res.returncode == 1, res.stderr
+        assert "DUET_SYNC_TIMEOUT" in res.stderr
+        assert 0.9 < elapsed < 5
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("shell", ALL_SHELLS)
+def test_shell_wait_fails_fast_when_coordinator_gone(tmp_path: Path, shell: list[str]) -> None:
+    """Stale FIFOs (executor killed): end-of-file at once, in every shell; and the same
+    when the coordinator closes during the wait."""
+    d, fds = _hung_dir(tmp_path)
+    for fd in fds:
+        os.close(fd)
+    res, elapsed = _shell_wait(shell, d, "30")
+    assert res.returncode == 2 and "closed" in res.stderr, res.stderr
+    assert elapsed < 5
+    with SyncCoordinator.create(tmp_path / "live") as coord:
+        timer = threading.Timer(0.5, coord.close)
+        timer.start()
+        res, elapsed = _shell_wait(shell, coord.directory, "30")
+        timer.join()
+    assert res.returncode == 2 and "closed" in res.stderr, res.stderr
+    assert elapsed < 5
+
+
+def test_c_wait_times_out_and_fails_fast(tmp_path: Path) -> None:
+    binary = _compile(tmp_path, static=False)
+    d, fds = _hung_dir(tmp_path)
+    try:
+        env = {**_base_env(), "DUET_SYNC_DIR": str(d), "DUET_PAIR": "A", "DUET_SYNC_TIMEOUT": "0.5"}
+        t0 = time.monotonic()
+        res = subprocess.run([binary, tmp_path / "x.csv", "1"], env=env, capture_output=True)
+        assert res.returncode == 1 and b"DUET_SYNC_TIMEOUT" in res.stderr
+        assert time.monotonic() - t0 < 5
+    finally:
+        for fd in fds:
+            os.close(fd)
+    # now nobody holds `ready`: no coordinator, immediate error
+    res = subprocess.run([binary, tmp_path / "x.csv", "1"], env=env, capture_output=True, timeout=5)
+    assert res.returncode == 2 and b"no coordinator" in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "match"),
+    [
+        ({"DUET_PAIR": ""}, "DUET_PAIR"),
+        ({"DUET_PAIR": "A B"}, "DUET_PAIR"),
+        ({"DUET_PAIR": "A", "DUET_SYNC_TIMEOUT": "soon"}, "DUET_SYNC_TIMEOUT"),
+        ({"DUET_PAIR": "A", "DUET_SYNC_TIMEOUT": "-1"}, "DUET_SYNC_TIMEOUT"),
+    ],
+)
+def test_bad_environment_is_a_clear_error(tmp_path: Path, env: dict[str, str], match: str) -> None:
+    with pytest.raises(SyncError, match=match):
+        sync.wait(environ={"DUET_SYNC_DIR": str(tmp_path), **env})
+
+
+def test_timeout_zero_means_forever() -> None:
+    client = SyncClient.from_env(
+        {"DUET_SYNC_DIR": "/x", "DUET_PAIR": "B", "DUET_SYNC_TIMEOUT": "0"}
+    )
+    assert client is not None and client.timeout_s is None
+    client = SyncClient.from_env({"DUET_SYNC_DIR": "/x", "DUET_PAIR": "B"})
+    assert client is not None and client.timeout_s == sync.DEFAULT_TIMEOUT_S
+
+
+def test_protocol_bytes_and_malformed_messages(tmp_path: Path) -> None:
+    """Drive the coordinator with raw bytes: `A\\n`, `B\\n` -> `go\\n` on both go FIFOs."""
+    with SyncCoordinator.create(tmp_path / "s") as coord:
+        d = coord.directory
+        go = {p: os.open(d / f"go.{p}", os.O_RDONLY | os.O_NONBLOCK) for p in "AB"}
+        ready = os.open(d / "ready", os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(ready, b"hello\nA\n")
+            time.sleep(0.1)
+            assert coord.go_events == []
+            with pytest.raises(BlockingIOError):
+                os.read(go["A"], 10)
+            os.write(ready, b"B\n")
+            _wait_until(lambda: len(coord.go_events) == 1)
+            time.sleep(0.05)
+            assert os.read(go["A"], 10) == b"go\n" and os.read(go["B"], 10) == b"go\n"
+            assert "hello" in coord.protocol_errors[0]
+            os.write(ready, b"B done\nA\n")
+            _wait_until(lambda: len(coord.go_events) == 2)
+            assert coord.go_events[1].pairs == ("A",)
+            assert coord.finished == {"B"}
+        finally:
+            for fd in (*go.values(), ready):
+                os.close(fd)
+        ev = coord.go_events[0]
+        assert abs(ev.epoch_ns - time.time_ns()) < 60e9 and ev.monotonic_ns > 0
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_wait_done_path(tmp_path: Path) -> None:
+    py = [sys.executable, "-m", "duetbench.sync"]
+    res = subprocess.run([*py, "wait"], env=_base_env(), capture_output=True, timeout=30)
+    assert res.returncode == 0
+    res = subprocess.run([*py, "path", "sh"], capture_output=True, text=True, timeout=30)
+    assert Path(res.stdout.strip()).read_text().startswith("# duet_sync.sh")
+    bad = {**_base_env(), "DUET_SYNC_DIR": str(tmp_path), "DUET_PAIR": "A"}
+    res = subprocess.run([*py, "wait"], env=bad, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and "duet-sync:" in res.stderr
+    # one real synchronized iteration per side through the CLI, then done
+    with SyncCoordinator.create(tmp_path / "s") as coord:
+        script = [
+            sys.executable,
+            "-c",
+            "from duetbench.sync import main; main(['wait']); main(['done'])",
+        ]
+        res_all = _run_sides(
+            {"A": script, "B": script}, {p: {**_base_env(), **coord.env(p)} for p in "AB"}, None
+        )
+        assert all(r.returncode == 0 for r in res_all.values())
+        assert len(coord.go_events) == 1 and coord.wait_finished(5)
+
+
+def test_cli_coordinate(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    coord = subprocess.Popen(
+        [sys.executable, "-m", "duetbench.sync", "coordinate", str(d)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_until(lambda: (d / "go.B").exists())
+        sh = shutil.which("sh") or "/bin/sh"
+        cmds = {
+            p: [sh, str(EXAMPLES / "harness.sh"), str(tmp_path / f"{p}.csv"), "3", "10"]
+            for p in "AB"
+        }
+        envs = {p: {**_base_env(), "DUET_SYNC_DIR": str(d), "DUET_PAIR": p} for p in "AB"}
+        res = _run_sides(cmds, envs, None)
+        assert all(r.returncode == 0 for r in res.values()), res
+        out, _ = coord.communicate(timeout=10)  # exits once both sides said done
+    finally:
+        if coord.poll() is None:
+            coord.kill()
+    assert coord.returncode == 0
+    assert len(out.splitlines()) == 3
+    assert not d.exists()
+
+
+def _wait_until(cond, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
