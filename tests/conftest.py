@@ -62,5 +62,23 @@ def pytest_sessionfinish(session, exitstatus):
     if skipped:
         names = ", ".join(getattr(r, "nodeid", "?") for r in skipped[:10])
         if reporter:
-            reporter.write_line(f"CI: {len(skipped)} test(s) were skipped ({names}); in CI nothing may be skipped")
+            reporter.write_line(
+                f"CI: {len(skipped)} test(s) were skipped ({names}); in CI nothing may be skipped"
+            )
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="session")
+def quickstart_results(tmp_path_factory) -> Path:
+    """The bundled quickstart example, run once per test session (about a minute)."""
+    out = tmp_path_factory.mktemp("quickstart")
+    r = run_duet(
+        "run",
+        str(ROOT / "examples" / "quickstart" / "duet.yml"),
+        "-o",
+        str(out),
+        "--no-compare",
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    return out / "quickstart"

@@ -1,0 +1,472 @@
+"""`duet compare` and `duet process`: the verdict table in the terminal, JSON and Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import __version__
+from ..errors import DuetError
+
+SCHEMA_ID = "duetbench.compare/1"
+VERDICT_STYLE = {
+    "slower": "bold red",
+    "faster": "bold green",
+    "same": "white",
+    "same (below threshold)": "dim",
+    "no data": "yellow",
+}
+
+
+@dataclass
+class Loaded:
+    table: pd.DataFrame
+    source: str
+    experiment: str | None = None
+    seed: int = 0
+    problems: list[str] = field(default_factory=list)
+    excluded: dict[str, Any] = field(default_factory=dict)
+
+
+def load_input(path: Path) -> Loaded:
+    """A results directory (processed on the fly) or an iterations table."""
+    from ..process import load, process
+
+    path = Path(path)
+    if path.is_dir():
+        rep = process(path)
+        exp = json.loads((path / "experiment.json").read_text())
+        excluded = {"runs": rep.runs_excluded, "iterations": rep.iterations_excluded}
+        return Loaded(
+            rep.table, str(path), exp.get("name"), int(exp.get("seed") or 0), rep.problems, excluded
+        )
+    df = load(path)
+    exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None
+    return Loaded(df, str(path), exp_name, 0)
+
+
+def parse_threshold(text: str) -> float:
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise DuetError(f"--threshold {text!r}: write a relative change like 1% or 0.01") from None
+    if value < 0:
+        raise DuetError("--threshold must not be negative")
+    return value
+
+
+def parse_warmup(text: str | None) -> int | str | None:
+    if text is None or text == "config":
+        return None
+    if text == "half":
+        return "half"
+    try:
+        n = int(text)
+    except ValueError:
+        raise DuetError(
+            f"--warmup {text!r}: use a number of iterations, 'half', or 'config'"
+        ) from None
+    if n < 0:
+        raise DuetError("--warmup must not be negative")
+    return n
+
+
+def apply_config_warmup(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop the iterations the config marked as warm-up (the `warmup` column of `duet process`)."""
+    if "warmup" in df.columns:
+        df = df.loc[~df["warmup"].astype(bool)]
+    return df
+
+
+def run_compare(loaded: Loaded, args: argparse.Namespace) -> pd.DataFrame:
+    from ..analysis import compare
+
+    warmup = parse_warmup(args.warmup)
+    df = loaded.table
+    if warmup is None:
+        df = apply_config_warmup(df)
+        warmup = 0
+    seed = args.seed if args.seed is not None else loaded.seed
+    test = "ratio" if args.test == "utest" else args.test
+    rows = compare(
+        df,
+        test=test,
+        interval=args.interval,
+        confidence=args.confidence,
+        resamples=args.resamples,
+        threshold=parse_threshold(args.threshold),
+        min_overlap=args.min_overlap,
+        run_stat=args.run_stat,
+        warmup=warmup,
+        winsorize=args.winsorize,
+        seed=seed,
+        cluster_by=args.cluster_by,
+    )
+    rows = rows.copy()
+    if (
+        args.test == "utest"
+    ):  # the verdict from the U test; change and CI stay those of the ratio test
+        alpha = 1 - args.confidence
+        p = rows["p_value"].to_numpy(dtype=float)
+        ch = rows["change"].to_numpy(dtype=float)
+        verdict = []
+        for pv, c, old in zip(p, ch, rows["verdict"], strict=True):
+            if old == "no data" or math.isnan(pv):
+                verdict.append("no data")
+            elif pv < alpha:
+                verdict.append("slower" if c > 0 else "faster")
+            else:
+                verdict.append("same")
+        rows["verdict"] = verdict
+        rows["test"] = "utest"
+    return rows
+
+
+def _num(x: Any) -> float | int | None:
+    if x is None:
+        return None
+    try:
+        if isinstance(x, int | bool):
+            return int(x)
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def to_json_doc(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace) -> dict[str, Any]:
+    out_rows = []
+    for r in rows.to_dict("records"):
+        row = {
+            "suite": r.get("suite"),
+            "benchmark": str(r["benchmark"]),
+            "method": str(r["method"]),
+            "host": r.get("host"),
+            "verdict": str(r["verdict"]),
+            "change": _num(r.get("change")),
+            "ci_low": _num(r.get("ci_low")),
+            "ci_high": _num(r.get("ci_high")),
+            "ci_width": _num(r.get("ci_width")),
+            "p_value": _num(r.get("p_value")),
+            "runs": int(r.get("runs") or 0),
+            "pairs": int(r.get("pairs") or 0),
+            "mean_a_ns": _num(r.get("mean_a_ns")),
+            "mean_b_ns": _num(r.get("mean_b_ns")),
+            "clustered_by": r.get("clustered_by"),
+        }
+        out_rows.append(row)
+    verdicts = [r["verdict"] for r in out_rows]
+    return {
+        "schema": SCHEMA_ID,
+        "tool": "duetbench",
+        "version": __version__,
+        "source": loaded.source,
+        "experiment": loaded.experiment,
+        "settings": {
+            "test": args.test,
+            "interval": args.interval,
+            "confidence": args.confidence,
+            "resamples": args.resamples,
+            "threshold": parse_threshold(args.threshold),
+            "min_overlap": args.min_overlap,
+            "run_stat": args.run_stat,
+            "warmup": args.warmup if args.warmup is not None else "config",
+            "winsorize": bool(args.winsorize),
+            "seed": int(args.seed if args.seed is not None else loaded.seed),
+            "cluster_by": args.cluster_by,
+        },
+        "rows": out_rows,
+        "summary": {
+            "slower": verdicts.count("slower"),
+            "faster": verdicts.count("faster"),
+            "same": sum(v.startswith("same") for v in verdicts),
+            "no_data": verdicts.count("no data"),
+        },
+        "problems": list(loaded.problems),
+        "excluded": loaded.excluded,
+    }
+
+
+def _pct(x: Any, signed: bool = True) -> str:
+    v = _num(x)
+    if v is None:
+        return "-"
+    return f"{v * 100:+.2f} %" if signed else f"{v * 100:.2f} %"
+
+
+def _time(ns: Any) -> str:
+    v = _num(ns)
+    if v is None:
+        return "-"
+    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if v >= div:
+            return f"{v / div:.3f} {unit}"
+    return f"{v:.0f} ns"
+
+
+def _p(x: Any) -> str:
+    v = _num(x)
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if v >= 0.001 else "<0.001"
+
+
+def _row_cells(r: dict[str, Any]) -> list[str]:
+    ci = (
+        f"[{_pct(r.get('ci_low'))}, {_pct(r.get('ci_high'))}]"
+        if _num(r.get("ci_low")) is not None
+        else "-"
+    )
+    name = str(r["benchmark"]) + (f" @{r['host']}" if r.get("host") else "")
+    return [
+        name,
+        str(r["method"]),
+        _time(r.get("mean_a_ns")),
+        _time(r.get("mean_b_ns")),
+        _pct(r.get("change")),
+        ci,
+        _p(r.get("p_value")),
+        str(int(r.get("runs") or 0)),
+        str(int(r.get("pairs") or 0)),
+        str(r["verdict"]),
+    ]
+
+
+HEADERS = [
+    "benchmark",
+    "method",
+    "mean A",
+    "mean B",
+    "change",
+    "CI",
+    "p (U)",
+    "runs",
+    "pairs",
+    "verdict",
+]
+
+
+def render_terminal(
+    rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace, console: Any = None
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # CI logs: do not squeeze the table into 80 columns
+            console = Console(width=max(console.width, 140))
+    conf = f"{args.confidence * 100:g} %"
+    title = (
+        f"{loaded.experiment or loaded.source}: {args.test} test, {conf} {args.interval} interval; "
+        "change = B vs A, + means B slower"
+        + (
+            f", threshold {parse_threshold(args.threshold) * 100:g} %"
+            if parse_threshold(args.threshold)
+            else ""
+        )
+    )
+    table = Table(title=title, title_justify="left")
+    for h in HEADERS:
+        table.add_column(
+            h,
+            justify="right" if h not in ("benchmark", "method", "verdict") else "left",
+            no_wrap=h != "benchmark",
+        )
+    for r in rows.to_dict("records"):
+        cells = _row_cells(r)
+        style = VERDICT_STYLE.get(cells[-1], "white")
+        cells[-1] = f"[{style}]{cells[-1]}[/]"
+        table.add_row(*cells)
+    console.print(table)
+    clustered = sorted(
+        {
+            str(c)
+            for c in rows.get("clustered_by", pd.Series(dtype=object)).dropna()
+            if c and c != "run"
+        }
+    )
+    if clustered:
+        console.print(
+            f"[cyan]runs span several hosts: intervals resample {', '.join(clustered)}s (clustered bootstrap)[/]"
+        )
+    _print_problems(console, loaded)
+
+
+def _print_problems(console: Any, loaded: Loaded) -> None:
+    runs = loaded.excluded.get("runs") or {}
+    its = loaded.excluded.get("iterations") or {}
+    notes = [f"{n} {k} run(s)" for k, n in sorted(runs.items())] + [
+        f"{n} {k} iteration(s)" for k, n in sorted(its.items())
+    ]
+    if notes:
+        console.print(f"[dim]excluded: {', '.join(notes)}[/]")
+    for p in loaded.problems:
+        console.print(f"[yellow]problem:[/] {p}")
+
+
+def render_markdown(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace) -> str:
+    lines = [
+        f"### duetbench: {loaded.experiment or loaded.source}",
+        "",
+        f"{args.test} test, {args.confidence * 100:g} % {args.interval} interval; change = B vs A, "
+        "positive = B slower.",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "---|" * len(HEADERS),
+    ]
+    icons = {"slower": "🔴 slower", "faster": "🟢 faster"}
+    for r in rows.to_dict("records"):
+        cells = _row_cells(r)
+        cells[-1] = icons.get(cells[-1], cells[-1])
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if loaded.problems:
+        lines += ["", "Problems:", *[f"- {p}" for p in loaded.problems]]
+    return "\n".join(lines) + "\n"
+
+
+def add_compare_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--test",
+        choices=["ratio", "diff", "utest"],
+        default="ratio",
+        help="what drives the verdict (default: ratio CI test)",
+    )
+    p.add_argument(
+        "--interval",
+        choices=["t", "bca", "percentile", "studentized"],
+        default="t",
+        help="interval over run-level values (default: Student-t)",
+    )
+    p.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples (default 9999)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--threshold", default="0", help="practical threshold, e.g. 1%% (default 0)")
+    p.add_argument(
+        "--min-overlap",
+        type=float,
+        default=0.4,
+        help="aduet pairing: minimum overlap rate m (default 0.4)",
+    )
+    p.add_argument(
+        "--run-stat",
+        choices=["median", "mean", "trimmed"],
+        default="median",
+        help="how a run's pairs are summarized (default median)",
+    )
+    p.add_argument(
+        "--warmup",
+        default=None,
+        help="iterations dropped per run and side: N, half, or config (default)",
+    )
+    p.add_argument(
+        "--winsorize", action="store_true", help="winsorize each run's series (duet paper 7.1)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="bootstrap seed (default: the experiment's seed)"
+    )
+    p.add_argument(
+        "--cluster-by",
+        choices=["host", "run"],
+        default=None,
+        help="resampling unit (default: host when runs span several hosts, else run)",
+    )
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if not 0 < args.confidence < 1:
+        raise DuetError("--confidence must be between 0 and 1, e.g. 0.95")
+    if not 0 <= args.min_overlap < 1:
+        raise DuetError("--min-overlap must be in [0, 1), e.g. 0.4")
+    if args.resamples < 1:
+        raise DuetError("--resamples must be positive")
+    loaded = load_input(args.source)
+    rows = run_compare(loaded, args)
+    if args.format == "json":
+        out = json.dumps(to_json_doc(rows, loaded, args), indent=2)
+    elif args.format == "markdown":
+        out = render_markdown(rows, loaded, args)
+    else:
+        out = None
+        render_terminal(rows, loaded, args)
+    if out is not None:
+        if args.output:
+            Path(args.output).write_text(out + ("" if out.endswith("\n") else "\n"))
+        else:
+            sys.stdout.write(out + ("" if out.endswith("\n") else "\n"))
+    if args.fail_on_regression and (rows["verdict"] == "slower").any():
+        return 1
+    return 0
+
+
+def cmd_process(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ..process import process, save
+
+    rep = process(args.source)
+    console = Console(stderr=True)
+    out = args.output or (Path(args.source) / "iterations.parquet")
+    save(rep.table, out)
+    console.print(f"{len(rep.table)} iterations from {rep.runs_used} runs -> {out}")
+    runs = ", ".join(f"{n} {k}" for k, n in sorted(rep.runs_excluded.items()))
+    its = ", ".join(f"{n} {k}" for k, n in sorted(rep.iterations_excluded.items()))
+    if runs or its:
+        console.print(
+            f"excluded: {runs + ' run(s)' if runs else ''}{'; ' if runs and its else ''}"
+            f"{its + ' iteration(s)' if its else ''}"
+        )
+    for p in rep.problems:
+        console.print(f"[yellow]problem:[/] {p}")
+    return 0
+
+
+def print_verdicts_after_run(root: Path) -> None:
+    """The same verdict table `duet compare` prints, at the end of `duet run`."""
+    parser = argparse.ArgumentParser()
+    add_compare_options(parser)
+    args = parser.parse_args([])
+    try:
+        loaded = load_input(root)
+        if loaded.table.empty:
+            return
+        rows = run_compare(loaded, args)
+    except DuetError as exc:
+        print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
+        return
+    render_terminal(rows, loaded, args)
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="verdicts: is B slower or faster than A, by how much",
+        description="Compare B against A per benchmark and method.",
+    )
+    p.add_argument(
+        "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
+    )
+    p.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    p.add_argument("-o", "--output", type=Path, help="write JSON/Markdown here instead of stdout")
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
+    )
+    add_compare_options(p)
+    p.set_defaults(func=cmd_compare)
+
+    q = sub.add_parser("process", help="raw runs -> the iterations table (Parquet or CSV)")
+    q.add_argument("source", type=Path, help="results directory (results/<experiment>)")
+    q.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="iterations.parquet or .csv (default: inside the results dir)",
+    )
+    q.set_defaults(func=cmd_process)

@@ -1,0 +1,151 @@
+"""`duet compare`: the verdict table, its JSON schema, Markdown, exit codes."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+from tests.conftest import run_duet
+
+
+def synthetic_table(
+    slowdown: float, seed: int = 1, runs: int = 10, iters: int = 20
+) -> pd.DataFrame:
+    """sduet-shaped data: shared run effects, 1 % iteration noise, B slower by ``slowdown``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for method in ("seqn", "sduet"):
+        for r in range(runs):
+            shared = 1 + rng.normal(0, 0.02)
+            for pair, factor in (("A", 1.0), ("B", 1.0 + slowdown)):
+                run_eff = shared if method == "sduet" else 1 + rng.normal(0, 0.02)
+                t = 1_700_000_000_000_000_000 + r * 10_000_000_000
+                for i in range(iters):
+                    d = int(100e6 * factor * run_eff * (1 + rng.normal(0, 0.01)))
+                    rows.append(
+                        dict(
+                            benchmark="b",
+                            method=method,
+                            run=r,
+                            pair=pair,
+                            iteration=i,
+                            start_ns=t,
+                            end_ns=t + d,
+                            duration_ns=d,
+                        )
+                    )
+                    t += d + 1000
+    return pd.DataFrame(rows)
+
+
+def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
+    r = run_duet("compare", str(quickstart_results))
+    assert r.returncode == 0, r.stderr
+    for word in ("arith-aa", "arith-ab", "seqn", "aduet", "sduet", "verdict"):
+        assert word in r.stdout
+    r = run_duet("compare", str(quickstart_results), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    schema = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert {(row["benchmark"], row["method"]) for row in doc["rows"]} == {
+        (b, m) for b in ("arith-aa", "arith-ab") for m in ("seqn", "aduet", "sduet")
+    }
+    for row in doc["rows"]:
+        assert row["runs"] == 5 and row["pairs"] > 0
+        assert row["ci_low"] <= row["change"] <= row["ci_high"]
+    md = run_duet(
+        "compare", str(quickstart_results), "--format", "markdown", "-o", str(tmp_path / "s.md")
+    )
+    assert md.returncode == 0
+    text = (tmp_path / "s.md").read_text()
+    assert text.count("\n| arith-") == 6 and "| benchmark |" in text
+
+
+def test_fail_on_regression_and_threshold(tmp_path):
+    slow = tmp_path / "slow.csv"
+    synthetic_table(0.05).to_csv(slow, index=False)
+    r = run_duet("compare", str(slow), "--fail-on-regression", "--format", "json")
+    assert r.returncode == 1
+    rows = {row["method"]: row for row in json.loads(r.stdout)["rows"]}
+    assert rows["sduet"]["verdict"] == "slower"
+    assert 0.04 < rows["sduet"]["change"] < 0.06
+    # a 5 % change is below a 10 % practical threshold
+    r = run_duet(
+        "compare", str(slow), "--threshold", "10%", "--format", "json", "--fail-on-regression"
+    )
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["rows"][1]["verdict"] == "same (below threshold)"
+    same = tmp_path / "same.parquet"
+    synthetic_table(0.0, seed=5).to_parquet(same)
+    r = run_duet("compare", str(same), "--fail-on-regression", "--format", "json")
+    assert r.returncode == 0, r.stdout
+    assert {row["verdict"] for row in json.loads(r.stdout)["rows"]} == {"same"}
+
+
+def test_test_and_interval_options_and_reproducibility(tmp_path):
+    t = tmp_path / "t.csv"
+    synthetic_table(0.03, seed=2).to_csv(t, index=False)
+    out = {}
+    for test in ("ratio", "diff", "utest"):
+        for interval in ("t", "bca", "percentile", "studentized"):
+            r = run_duet(
+                "compare",
+                str(t),
+                "--test",
+                test,
+                "--interval",
+                interval,
+                "--format",
+                "json",
+                "--resamples",
+                "999",
+                "--seed",
+                "7",
+            )
+            assert r.returncode == 0, r.stderr
+            out[test, interval] = json.loads(r.stdout)["rows"]
+    assert out["utest", "t"][1]["verdict"] == "slower"
+    again = run_duet(
+        "compare",
+        str(t),
+        "--test",
+        "diff",
+        "--interval",
+        "bca",
+        "--format",
+        "json",
+        "--resamples",
+        "999",
+        "--seed",
+        "7",
+    )
+    assert json.loads(again.stdout)["rows"] == out["diff", "bca"]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--confidence", "95"], "between 0 and 1"),
+        (["--threshold", "lots"], "--threshold"),
+        (["--warmup", "some"], "--warmup"),
+    ],
+)
+def test_bad_options_exit_2(tmp_path, args, words):
+    t = tmp_path / "t.csv"
+    synthetic_table(0.0).to_csv(t, index=False)
+    r = run_duet("compare", str(t), *args)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_table_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("benchmark,method\nx,seqn\n")
+    r = run_duet("compare", str(bad))
+    assert r.returncode == 2 and "missing column" in r.stderr and "bad.csv" in r.stderr
+    r = run_duet("compare", str(tmp_path / "nothere"))
+    assert r.returncode == 2 and "does not exist" in r.stderr

@@ -1,0 +1,106 @@
+"""`duet process`: raw runs -> the iterations table; bad files are reported, not fatal."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.conftest import run_duet
+
+import duetbench
+from duetbench.errors import ResultFileError
+from duetbench.process import process, validate_table
+from duetbench.schema import CORE_COLUMNS
+
+
+def test_quickstart_processes_into_the_documented_table(quickstart_results, tmp_path):
+    rep = process(quickstart_results)
+    df = rep.table
+    assert rep.problems == []
+    assert list(df.columns[: len(CORE_COLUMNS)]) == list(CORE_COLUMNS)
+    for col in ("run", "iteration", "start_ns", "end_ns", "duration_ns"):
+        assert df[col].dtype == np.int64
+    assert set(df["method"]) == {"seqn", "aduet", "sduet"}
+    assert set(df["pair"]) == {"A", "B"}
+    assert (df["end_ns"] - df["start_ns"] >= df["duration_ns"] - 1_000_000).all()
+    plan = json.loads((quickstart_results / "experiment.json").read_text())["plan"]
+    assert rep.runs_used == len(plan)
+    per_side = df.groupby(["benchmark", "method", "run", "pair"]).size()
+    assert (per_side == 10).all()
+    duet = df[df["method"] != "seqn"]
+    assert set(duet["order"]) <= {"AB", "BA"}
+    assert "host_cpu_model" in df.columns and "artifact_uname" in df.columns
+    # the CLI writes Parquet and CSV that load back identically
+    for name in ("it.parquet", "it.csv"):
+        r = run_duet("process", str(quickstart_results), "-o", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+        back = duetbench.load(tmp_path / name)
+        assert len(back) == len(df)
+        assert back["duration_ns"].sum() == df["duration_ns"].sum()
+    assert len(duetbench.load(quickstart_results)) == len(df)
+
+
+def test_malformed_result_is_reported_and_skipped(quickstart_results, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(quickstart_results, root)
+    victim = sorted((root / "runs").glob("arith-ab.aduet.*"))[0]
+    csv = victim / "A" / "iterations.csv"
+    text = csv.read_text().splitlines()
+    csv.write_text("\n".join(text[:4]) + "\n" + text[4][:12] + "\n")  # truncated mid-row
+    failed = sorted((root / "runs").glob("arith-aa.seqn.*"))[0]
+    run = json.loads((failed / "run.json").read_text())
+    run["status"] = "failed"
+    (failed / "run.json").write_text(json.dumps(run))
+    rep = process(root)
+    assert len(rep.problems) == 1
+    assert (
+        str(csv) in rep.problems[0]
+        and "line 5" in rep.problems[0]
+        and "truncated" in rep.problems[0]
+    )
+    assert rep.runs_excluded == {"failed": 1}
+    full = process(quickstart_results).table
+    assert len(rep.table) == len(full) - 10 - 10  # the skipped side and the failed run
+    r = run_duet("compare", str(root))
+    assert r.returncode == 0, r.stderr
+    assert "truncated" in r.stdout and "1 failed run" in r.stdout
+
+
+def test_filler_and_failed_iterations_are_excluded_with_counts(tmp_path):
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text("""
+experiment: {name: f, repetitions: {aduet: 1}}
+benchmarks:
+  uneven:
+    iterations: 3
+    busy_shorter_side: true
+    A: {command: "sleep 0.01"}
+    B: {command: "sleep 0.15"}
+""")
+    assert run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare").returncode == 0
+    rep = process(tmp_path / "res" / "f")
+    assert rep.iterations_excluded.get("filler", 0) >= 3
+    assert (rep.table.groupby("pair").size() == 3).all()
+
+
+def test_table_from_another_tool():
+    df = pd.DataFrame(
+        {
+            "benchmark": ["x"] * 4,
+            "method": ["sduet"] * 4,
+            "run": [0, 0, 0, 0],
+            "pair": ["A", "A", "B", "B"],
+            "iteration": [0, 1, 0, 1],
+            "duration_ns": [100, 110, 120, 130],
+        }
+    )
+    out = validate_table(df)
+    assert out["synthetic_ts"].all()
+    assert out.loc[out.pair == "A", "end_ns"].tolist() == [100, 210]
+    with pytest.raises(ResultFileError, match="method"):
+        validate_table(df.assign(method="parallel"))
+    with pytest.raises(ResultFileError, match="missing column"):
+        validate_table(df.drop(columns=["pair"]))
