@@ -387,6 +387,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise DuetError("--min-overlap must be in [0, 1), e.g. 0.4")
     if args.resamples < 1:
         raise DuetError("--resamples must be positive")
+    parse_threshold(args.threshold)
+    parse_warmup(args.warmup)
     loaded = load_input(args.source)
     rows = run_compare(loaded, args)
     if args.format == "json":
