@@ -104,3 +104,30 @@ def test_table_from_another_tool():
         validate_table(df.assign(method="parallel"))
     with pytest.raises(ResultFileError, match="missing column"):
         validate_table(df.drop(columns=["pair"]))
+
+
+def test_timed_out_run_keeps_its_finished_iterations(tmp_path):
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text("""
+experiment: {name: to, repetitions: {aduet: 1}, kill_grace: 1s}
+benchmarks:
+  long:
+    iterations: 50
+    timeout: 1.5s
+    command: "sleep 0.2"
+""")
+    assert run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare").returncode == 0
+    rep = process(tmp_path / "res" / "to")
+    assert rep.runs_partial == 1 and rep.runs_excluded == {}
+    per_side = rep.table.groupby("pair").size()
+    assert (per_side >= 2).all() and (per_side < 50).all()
+    # the iteration killed by the timeout is not in the table
+    assert (rep.table["duration_ns"] > 150e6).all()
+
+
+def test_half_warmup_is_per_workload_and_reserved_columns_survive():
+    from duetbench.process import _warmup_mask
+
+    df = pd.DataFrame({"workload": ["x"] * 4 + ["y"] * 3, "iteration": [0, 1, 2, 3, 0, 1, 2]})
+    assert _warmup_mask(df, "half").tolist() == [True, True, False, False, True, False, False]
+    assert _warmup_mask(df.drop(columns="workload").assign(iteration=range(7)), 2).sum() == 2

@@ -23,6 +23,24 @@ from .schema import CORE_COLUMNS
 from .store import ResultsStore
 
 HOST_FIELDS = ("cpu_model", "cores", "kernel", "virtualization")
+#: run statuses whose iterations are analysed: a timed-out run keeps the iterations it finished
+USABLE = ("ok", "timeout")
+#: columns the processing step sets itself; a parser's column of the same name is kept as harness_<name>
+RESERVED = (
+    "experiment",
+    "host",
+    "suite",
+    "method",
+    "run",
+    "pair",
+    "order",
+    "run_id",
+    "warmup",
+    "proc_start_ns",
+    "proc_end_ns",
+    "cpu",
+    "synthetic_ts",
+)
 
 
 @dataclass
@@ -30,6 +48,7 @@ class ProcessReport:
     table: pd.DataFrame
     problems: list[str] = field(default_factory=list)  # malformed files etc., one line each
     runs_used: int = 0
+    runs_partial: int = 0  # timed-out runs whose finished iterations are used
     runs_excluded: dict[str, int] = field(default_factory=dict)  # status -> count
     iterations_excluded: dict[str, int] = field(default_factory=dict)  # why -> count
 
@@ -75,9 +94,13 @@ def process(root: str | Path) -> ProcessReport:
             )
             continue
         status = run.get("status")
-        if status != "ok":
+        if status not in USABLE:
             report.runs_excluded[status] = report.runs_excluded.get(status, 0) + 1
             continue
+        if (
+            status == "timeout"
+        ):  # iterations finished before the timeout are kept (as the thesis did)
+            report.runs_partial += 1
         spec = run.get("spec", {})
         harness = spec.get("harness", "command")
         try:
@@ -113,9 +136,7 @@ def process(root: str | Path) -> ProcessReport:
             df = _normalize(df, ctx, side, report)
             if df.empty:
                 continue
-            n_real = len(df)
-            k = _warmup_count(spec.get("warmup", 0), n_real)
-            df["warmup"] = df["iteration"].to_numpy() < k
+            df["warmup"] = _warmup_mask(df, spec.get("warmup", 0))
             bench = run["benchmark"]
             if "workload" in df.columns and df["workload"].nunique() > 1:
                 df["benchmark"] = bench + ":" + df["workload"].astype(str)
@@ -152,10 +173,25 @@ def process(root: str | Path) -> ProcessReport:
     return report
 
 
+def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:
+    """The config's warm-up: the first k iterations of every series (per workload in multi-workload files)."""
+    if "workload" in df.columns:
+        sizes = df.groupby("workload", sort=False)["iteration"].transform("size").to_numpy()
+    else:
+        sizes = np.full(len(df), len(df))
+    if warmup == "half":
+        k = sizes // 2
+    else:
+        k = np.full(len(df), _warmup_count(warmup, len(df)))
+    return df["iteration"].to_numpy() < k
+
+
 def _normalize(
     df: pd.DataFrame, ctx: SideContext, side: dict[str, Any], report: ProcessReport
 ) -> pd.DataFrame:
-    df = df.copy()
+    df = df.rename(
+        columns={c: f"harness_{c}" for c in RESERVED if c in df.columns and c != "synthetic_ts"}
+    )
     if "filler" in df.columns:
         fill = df["filler"].astype(bool).to_numpy()
         if fill.any():
@@ -191,13 +227,15 @@ def _normalize(
         df["duration_ns"] = df["end_ns"] - df["start_ns"]
     df["duration_ns"] = df["duration_ns"].astype(np.int64)
     df = df.reset_index(drop=True)
-    if "iteration" not in df.columns:
-        if "workload" in df.columns:
-            df["iteration"] = df.groupby("workload").cumcount().astype(np.int64)
-        else:
-            df["iteration"] = np.arange(len(df), dtype=np.int64)
+    # iterations are numbered 0.. over what the analysis sees (after filler/failed rows are gone),
+    # per workload, in the harness's order: sduet pairs iteration k of A with iteration k of B
+    if "iteration" in df.columns:
+        keys = ["workload"] if "workload" in df.columns else []
+        df = df.sort_values(keys + ["iteration"], kind="stable").reset_index(drop=True)
+    if "workload" in df.columns:
+        df["iteration"] = df.groupby("workload", sort=False).cumcount().astype(np.int64)
     else:
-        df["iteration"] = df["iteration"].astype(np.int64)
+        df["iteration"] = np.arange(len(df), dtype=np.int64)
     return df
 
 

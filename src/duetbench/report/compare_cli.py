@@ -43,7 +43,11 @@ def load_input(path: Path) -> Loaded:
     if path.is_dir():
         rep = process(path)
         exp = json.loads((path / "experiment.json").read_text())
-        excluded = {"runs": rep.runs_excluded, "iterations": rep.iterations_excluded}
+        excluded = {
+            "runs": rep.runs_excluded,
+            "iterations": rep.iterations_excluded,
+            "timed_out_runs_used": rep.runs_partial,
+        }
         return Loaded(
             rep.table, str(path), exp.get("name"), int(exp.get("seed") or 0), rep.problems, excluded
         )
@@ -309,6 +313,11 @@ def _print_problems(console: Any, loaded: Loaded) -> None:
     ]
     if notes:
         console.print(f"[dim]excluded: {', '.join(notes)}[/]")
+    if loaded.excluded.get("timed_out_runs_used"):
+        console.print(
+            f"[dim]{loaded.excluded['timed_out_runs_used']} timed-out run(s): their finished "
+            "iterations are used[/]"
+        )
     for p in loaded.problems:
         console.print(f"[yellow]problem:[/] {p}")
 

@@ -73,7 +73,12 @@ class RichObserver:
         if self.verbose or status not in ("ok",):
             style = STATUS_STYLE.get(status, "white")
             sides = record.get("sides", {})
-            its = "/".join(str(sides.get(p, {}).get("iterations", "-")) for p in spec.pairs)
+            if spec.harness == "command":
+                its = "iterations " + "/".join(
+                    str(sides.get(p, {}).get("iterations", "-")) for p in spec.pairs
+                )
+            else:
+                its = f"harness {spec.harness}"
             order = f" {spec.order}" if spec.order else ""
             msg = f" - {record.get('message')}" if record.get("message") else ""
             line = (
