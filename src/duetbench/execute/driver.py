@@ -13,6 +13,19 @@ to ``iterations.csv`` (flushed per row, so a timeout keeps what was measured).
 start/end are ``time.time_ns()``; the duration is from ``time.perf_counter_ns()``.
 Under sduet every iteration first passes the sync handshake (duetbench.sync).
 External harness: runs the command once; the harness loops by itself.
+
+Optional keys, used by the container executor (absent for local runs):
+- ``exec_prefix`` is also put before ``setup`` and ``teardown`` (they run where
+  the workload runs);
+- ``cleanup``: commands (argv lists) run when the executor dies (parent-death
+  signal) before the driver takes its process group down, e.g. removing the
+  side's container;
+- ``gate`` (``{"fifo": ..., "armed": ...}``): the command is started *before*
+  ``ready``; it creates the ``armed`` file and blocks reading the FIFO, which
+  the driver creates and holds open; on ``go`` the driver writes ``go\n`` to
+  it. The launch latency (e.g. ``podman exec``) is paid before the go;
+- ``count_iterations``: the command runs the built-in harness loop itself and
+  writes ``iterations.csv``; the driver counts its rows for the result.
 """
 
 from __future__ import annotations
@@ -39,7 +52,7 @@ class _State:
     stopping = False
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int, cleanup: list[list[str]] | None = None) -> None:
     """Ask the kernel for SIGUSR1 when the executor dies; then take the whole group down."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -47,14 +60,29 @@ def _die_with_parent(parent_pid: int) -> None:
     except (OSError, AttributeError):
         pass
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        _kill_group()
+        _kill_group(cleanup)
 
 
-def _kill_group(*_: Any) -> None:
+def _kill_group(cleanup: list[list[str]] | None = None) -> None:
+    """Run the cleanup commands (each in its own session, at most 30 s), then SIGKILL our group."""
     try:
-        os.killpg(os.getpgid(0), signal.SIGKILL)
+        for argv in cleanup or []:
+            try:
+                subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    timeout=30,
+                )
+            except (OSError, subprocess.SubprocessError):
+                pass
     finally:
-        os._exit(3)
+        try:
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        finally:
+            os._exit(3)
 
 
 def _on_term(state: _State) -> Any:
@@ -78,9 +106,11 @@ def argv_for(command: str) -> list[str]:
     return [exe or words[0], *words[1:]]
 
 
-def _run_shell(command: str, cwd: str, env: dict[str, str], out: Any, err: Any) -> int:
+def _run_shell(
+    command: str, cwd: str, env: dict[str, str], out: Any, err: Any, prefix: list[str] | None = None
+) -> int:
     return subprocess.run(
-        ["/bin/sh", "-c", command],
+        [*(prefix or []), "/bin/sh", "-c", command],
         cwd=cwd,
         env=env,
         stdout=out,
@@ -93,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     spec: dict[str, Any] = json.loads(Path(argv[0]).read_text())
     state = _State()
-    signal.signal(signal.SIGUSR1, _kill_group)
-    _die_with_parent(int(spec["parent_pid"]))
+    cleanup: list[list[str]] = [list(c) for c in spec.get("cleanup") or []]
+    signal.signal(signal.SIGUSR1, lambda *_: _kill_group(cleanup))
+    _die_with_parent(int(spec["parent_pid"]), cleanup)
     signal.signal(signal.SIGTERM, _on_term(state))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the executor decides; Ctrl-C reaches it, not us
 
@@ -119,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     err = open(side_dir / "stderr.log", "ab")
     try:
         if spec.get("setup"):
-            rc = _run_shell(spec["setup"], cwd, env, out, err)
+            rc = _run_shell(spec["setup"], cwd, env, out, err, prefix)
             if rc != 0:
                 result.update(
                     status="failed", exit_code=rc, message=f"setup command exited with {rc}"
@@ -127,11 +158,21 @@ def main(argv: list[str] | None = None) -> int:
                 _finish(side_dir, result, spec)
                 print("failed", flush=True)
                 return 1
+        gated = None
+        if spec.get("gate"):
+            gated = _start_gated(spec, cwd, env, prefix, out, err)
+            if isinstance(gated, str):
+                result.update(status="failed", exit_code=None, message=gated)
+                _finish(side_dir, result, spec)
+                print("failed", flush=True)
+                return 1
         print("ready", flush=True)
         if not sys.stdin.readline().strip():
             return 3
         result["start_ns"] = time.time_ns()
-        if spec["harness"] == "command":
+        if gated is not None:
+            _run_gated(spec, state, gated, result)
+        elif spec["harness"] == "command":
             _builtin(spec, state, cwd, env, prefix, out, err, result)
         else:
             _external(spec, state, cwd, env, prefix, out, err, result)
@@ -140,10 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         result.update(status="terminated", message="terminated by the executor")
         result.setdefault("end_ns", time.time_ns())
     finally:
+        if spec.get("gate"):  # a FIFO left in the side directory would block readers of the run
+            for key in ("fifo", "armed"):
+                Path(spec["gate"][key]).unlink(missing_ok=True)
+        if spec.get("count_iterations") and "start_ns" in result:
+            _count_iterations(side_dir, result)
         _mark_done(spec)
         if spec.get("teardown"):
             try:
-                _run_shell(spec["teardown"], cwd, env, out, err)
+                _run_shell(spec["teardown"], cwd, env, out, err, prefix)
             except OSError:
                 pass
         out.close()
@@ -276,6 +322,113 @@ def _external(
         raise SystemExit(143)
     if rc != 0:
         result.update(status="failed", exit_code=rc, message=f"harness exited with {rc}")
+
+
+class _Gated:
+    """A command started before the go, waiting on its gate FIFO (held open read-write here)."""
+
+    def __init__(self, child: subprocess.Popen[bytes], fd: int, paths: list[Path]) -> None:
+        self.child = child
+        self.fd = fd
+        self.paths = paths
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        for p in self.paths:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
+def _start_gated(
+    spec: dict[str, Any],
+    cwd: str,
+    env: dict[str, str],
+    prefix: list[str],
+    out: Any,
+    err: Any,
+) -> _Gated | str:
+    """Start the command; return once it is armed, or a message saying why it is not."""
+    gate = spec["gate"]
+    fifo, armed = Path(gate["fifo"]), Path(gate["armed"])
+    for p in (fifo, armed):
+        p.unlink(missing_ok=True)
+    os.mkfifo(fifo, 0o600)
+    os.chmod(fifo, 0o666)  # a container may run the command under another user id
+    # O_RDWR: the command's open for reading never blocks; our exit is its end-of-file
+    fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
+    command = spec["command"]
+    if spec.get("sync_dir"):
+        command = command.replace("$$", spec["sync_dir"])
+    child = subprocess.Popen(
+        prefix + ["/bin/sh", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdout=out,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+    )
+    gated = _Gated(child, fd, [fifo, armed])
+    deadline = time.monotonic() + float(gate.get("timeout", 120))
+    while not armed.exists():
+        rc = child.poll()
+        if rc is not None:
+            gated.close()
+            return f"the harness exited with {rc} before it started (see stderr.log)"
+        if time.monotonic() >= deadline:
+            child.kill()
+            child.wait()
+            gated.close()
+            return "the harness did not get ready in time (see stderr.log)"
+        time.sleep(0.002)
+    return gated
+
+
+def _run_gated(spec: dict[str, Any], state: _State, gated: _Gated, result: dict[str, Any]) -> None:
+    state.child = gated.child
+    try:
+        os.write(gated.fd, b"go\n")
+        rc = gated.child.wait()
+    finally:
+        state.child = None
+        gated.close()
+    if state.stopping:
+        raise SystemExit(143)
+    if rc != 0:
+        result.update(status="failed", exit_code=rc, message=f"harness exited with {rc}")
+
+
+def _count_iterations(side_dir: Path, result: dict[str, Any]) -> None:
+    """Fill the result from an ``iterations.csv`` written by a harness loop in the command."""
+    real = filler = 0
+    last: list[str] | None = None
+    try:
+        with open(side_dir / "iterations.csv", encoding="utf-8") as f:
+            for line in f:
+                row = line.strip().split(",")
+                if len(row) < 6 or not row[0].isdigit():
+                    continue
+                last = row
+                if row[5] == "0":
+                    if row[4] == "0":
+                        real += 1
+                    else:
+                        filler += 1
+    except OSError:
+        pass
+    result["iterations"], result["filler"] = real, filler
+    if result["status"] == "failed" and last is not None and last[5] != "0":
+        result.update(
+            exit_code=int(last[5]), message=f"iteration {last[0]}: command exited with {last[5]}"
+        )
+    elif result["status"] == "failed":
+        result["message"] = (
+            f"the built-in harness exited with {result.get('exit_code')} (see stderr.log)"
+        )
 
 
 if __name__ == "__main__":

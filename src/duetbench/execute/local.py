@@ -137,6 +137,23 @@ class LocalExecutor:
     def after_run(self, spec: RunSpec, run_dir: Path) -> None:
         """Called after the run, whatever happened (containers: stop and remove)."""
 
+    def driver_spec(
+        self, spec: RunSpec, side: SideSpec, side_dir: Path, driver_spec: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The driver's spec (``.driver.json``) for one side; subclasses may change it."""
+        return driver_spec
+
+    def start_experiment(self, plan: list[RunSpec]) -> None:
+        """Called once before the first run of an experiment, also on --resume
+        (containers: reap leftovers of dead experiments, check the images)."""
+
+    def end_experiment(self) -> None:
+        """Called once when the experiment ends, however it ends."""
+
+    def host_info(self, artifacts: Any) -> dict[str, Any]:
+        """Extra entries for ``hosts/<host>.json`` (containers: engine, images, their artifacts)."""
+        return {}
+
     # ------------------------------------------------------------------ the run
     def execute(
         self,
@@ -281,6 +298,7 @@ class LocalExecutor:
             "teardown": side.teardown,
             "exec_prefix": self.exec_prefix(spec, side, side_dir),
         }
+        driver_spec = self.driver_spec(spec, side, side_dir, driver_spec)
         spec_path = side_dir / ".driver.json"
         spec_path.write_text(json.dumps(driver_spec))
         driver_err = open(side_dir / ".driver.log", "ab")

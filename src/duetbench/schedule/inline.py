@@ -56,6 +56,10 @@ class ExperimentSummary:
     all_cores_busy: bool = False
     elapsed_s: float = 0.0
     recovered: list[str] = field(default_factory=list)
+    # runs on a cluster: per-host counts and health (schedule.cluster.host_health), and notes
+    # for the user (hosts excluded or flagged, runs lost to dead workers)
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def open_store(
@@ -140,13 +144,17 @@ def _background(command: str | None, cwd: str) -> Iterator[None]:
             pass
 
 
-def record_host(store: ResultsStore, exp: Experiment, host: str | None = None) -> None:
+def record_host(
+    store: ResultsStore, exp: Experiment, host: str | None = None, executor: Any = None
+) -> None:
     host = host or host_name()
     if store.host_path(host).exists():
         return
     info = detect_host()
     info["host"] = host
     info["artifacts"] = run_artifacts(exp.artifacts)
+    if executor is not None:
+        info.update(executor.host_info(exp.artifacts))
     store.write_host(host, info)
 
 
@@ -163,6 +171,8 @@ def run_experiment(
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
     executor = get_executor(exp.executor, settings=exp.to_dict().get("container"))
+    # before anything is written: e.g. a missing container image is a config error
+    executor.start_experiment(plan)
     store = open_store(exp, Path(out_dir), plan_all, resume)
     recovered = store.prepare_resume() if resume else []
     finished = store.finished()
@@ -174,7 +184,7 @@ def run_experiment(
     base_dir = str(Path(exp.source).resolve().parent) if exp.source else os.getcwd()
     with _sigterm_as_interrupt():
         try:
-            record_host(store, exp, executor.host)
+            record_host(store, exp, executor.host, executor)
             observer.experiment_started(store, plan, todo)
             with _background(exp.background, base_dir):
                 if exp.setup and todo:
@@ -195,6 +205,7 @@ def run_experiment(
         except KeyboardInterrupt:
             summary.interrupted = True
         finally:
+            executor.end_experiment()
             summary.elapsed_s = time.monotonic() - t0
             observer.experiment_finished(summary)
     return summary

@@ -1,0 +1,752 @@
+"""The container executor: every side of a run in its own container (thesis ch. 3.1, fig. 3.1).
+
+It is the local executor (same drivers, timeouts, statuses, Ctrl-C and resume
+handling) with these hooks filled in; docs/containers.md has the user's view.
+
+One run:
+
+1. ``before_launch``: one container per side from the side's ``image``, both
+   started at once with ``<engine> run -d``; pid 1 is a keep-alive shell. The
+   run directory is bind-mounted at its host path (so the side directories,
+   the sduet sync directory and the drivers' done files have the same path
+   inside and out), the package's harness and ``duet_sync.sh`` read-only at
+   ``/.duetbench/``, plus the side's ``mounts``. Pinned with ``--cpuset-cpus``.
+2. The drivers start (``driver_spec``): each runs
+   ``<engine> exec NAME sh /.duetbench/harness.sh ...`` *before* ``ready``; the
+   harness arms and blocks on a gate FIFO in its side directory, so the
+   100-300 ms an ``exec`` costs are paid before the go. Built-in harness: the
+   harness loops in the container and writes ``iterations.csv``; external: it
+   execs the benchmark's command.
+3. ``go`` in the drawn order opens the gates. Timeout or Ctrl-C
+   (``_terminate``): ``<engine> stop`` (the keep-alive passes SIGTERM to every
+   process in the container, waits up to ``kill_grace``, then SIGKILL).
+4. ``collect``: ``<engine> cp`` copies each ``results:`` path out into the side
+   directory (also after a timeout; the container is only stopped).
+5. ``after_run``: ``<engine> rm -f`` (``remove_containers: false``: stop only).
+
+No container outlives ``duet run``: every container is labelled with this
+executor's session; the drivers remove their container when ``duet run`` dies
+(parent-death signal, ``cleanup``); a guard process (``container_guard.sh``)
+removes whatever is left when its pipe from ``duet run`` closes, however
+``duet run`` ended; and ``start_experiment`` reaps containers of dead owners.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import posixpath
+import re
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ExecutorError
+from ..hosts import run_artifacts
+from ..plan import RunSpec, SideSpec
+from .driver import _SHELL_CHARS
+from .local import LocalExecutor, ReadyTimeout, RunOutcome, resolve_cpus, side_cpus
+
+MOUNT_DIR = "/.duetbench"
+HARNESS_IN = f"{MOUNT_DIR}/harness.sh"
+SYNC_SH_IN = f"{MOUNT_DIR}/duet_sync.sh"
+ENGINE_TIMEOUT = 120.0  # seconds for one engine command (run, cp, rm...)
+PULL_TIMEOUT = 900.0
+
+#: pid 1 of every container: sleeps; on SIGTERM it passes the signal to every other
+#: process in the container, waits until they are gone, then exits (the engine's
+#: stop timeout SIGKILLs whatever remains).
+KEEPALIVE = (
+    "trap 'kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.05; done; "
+    "exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+)
+
+_NAME_BAD = re.compile(r"[^a-zA-Z0-9_.-]+")
+_NOT_FOUND = ("no such file", "could not be found", "not found")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The engine command (with its global options) and its kind (flags differ)."""
+
+    argv: tuple[str, ...]
+    kind: str  # podman | docker
+
+    def __call__(self, *args: str) -> list[str]:
+        return [*self.argv, *args]
+
+    def rm(self, *names: str) -> list[str]:
+        return (
+            self("rm", "-f", "-t", "0", *names)
+            if self.kind == "podman"
+            else self("rm", "-f", *names)
+        )
+
+    def stop(self, grace: float, *names: str) -> list[str]:
+        return self("stop", "-t", str(max(0, math.ceil(grace))), *names)
+
+
+@dataclass
+class _RunState:
+    engine: Engine
+    remove: bool
+    run_options: list[str]
+    names: dict[str, str] = field(default_factory=dict)  # pair -> container name
+    images: dict[str, str] = field(default_factory=dict)  # pair -> image
+    workdirs: dict[str, str] = field(default_factory=dict)  # pair -> working dir inside
+    start_errors: dict[str, str] = field(default_factory=dict)
+    cleanup_error: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _words(options: Any) -> list[str]:
+    """Options from the config: a list of strings, each split like a shell would."""
+    if not options:
+        return []
+    if isinstance(options, str):
+        options = [options]
+    out: list[str] = []
+    for o in options:
+        out.extend(shlex.split(str(o)))
+    return out
+
+
+def make_engine(settings: dict[str, Any] | None, default_kind: str = "podman") -> Engine:
+    """``engine`` (a command, default the executor's name) plus ``global_options``."""
+    settings = settings or {}
+    argv = shlex.split(settings.get("engine") or default_kind)
+    if not argv:
+        argv = [default_kind]
+    kind = default_kind if default_kind in ("podman", "docker") else "podman"
+    for word in argv:
+        base = Path(word).name
+        if base in ("podman", "docker"):
+            kind = base
+            break
+    return Engine((*argv, *_words(settings.get("global_options"))), kind)
+
+
+def _proc_start(pid: int) -> str:
+    """The process's start time (clock ticks since boot): with the pid, identifies a process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _selinux_enforcing() -> bool:
+    try:
+        return Path("/sys/fs/selinux/enforce").read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def _package_file(name: str, package: str = __package__ or "duetbench.execute") -> str:
+    return str(resources.files(package).joinpath(name))
+
+
+def _container_argv(command: str) -> list[str]:
+    """Plain words run directly (PATH lookup in the container); shell syntax through /bin/sh."""
+    if _SHELL_CHARS.search(command):
+        return ["/bin/sh", "-c", command]
+    words = shlex.split(command)
+    return words or ["/bin/sh", "-c", command]
+
+
+def _tail(text: str, limit: int = 1500) -> str:
+    text = text.strip()
+    return text[-limit:]
+
+
+def _engine_run(
+    argv: list[str], timeout: float = ENGINE_TIMEOUT, *, shield: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run an engine command in its own process group (a terminal's Ctrl-C does not reach it).
+
+    With ``shield``, a KeyboardInterrupt while it runs is held until it has finished:
+    a half-done ``run`` or ``rm`` is what leaves containers behind.
+    """
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            process_group=0,
+        )
+    except OSError as exc:
+        return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: {exc.strerror}")
+    return _communicate(proc, timeout, shield=shield)
+
+
+def _communicate(
+    proc: subprocess.Popen[str], timeout: float, *, shield: bool = True
+) -> subprocess.CompletedProcess[str]:
+    deadline = time.monotonic() + timeout
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            out, err = proc.communicate(timeout=max(0.01, deadline - time.monotonic()))
+            break
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            err = (err or "") + f"\n(timed out after {timeout:g} s)"
+            break
+        except KeyboardInterrupt as exc:
+            if not shield:
+                proc.kill()
+                proc.communicate()
+                raise
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out or "", err or "")
+
+
+def _hint(stderr: str) -> str:
+    if "setting rlimit" in stderr or "rlimit" in stderr and "permission denied" in stderr.lower():
+        return (
+            " -- the engine cannot set the default ulimits on this host; add "
+            "`run_options: [--ulimit nofile=1024:1024, --ulimit nproc=4096:4096]` or configure "
+            "containers.conf (docs/containers.md, 'Sandboxed hosts')"
+        )
+    if "cgroup" in stderr.lower() and "systemd" in stderr.lower():
+        return " -- try `engine_options: [--cgroup-manager=cgroupfs]` (docs/containers.md)"
+    return ""
+
+
+class ContainerExecutor(LocalExecutor):
+    """Runs each side of a RunSpec in its own docker/podman container (see the module doc)."""
+
+    def __init__(
+        self,
+        engine: str = "podman",
+        host: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(host=host)
+        self.settings = dict(settings or {})
+        self.default_kind = engine if engine in ("podman", "docker") else "podman"
+        self.engine = make_engine(self.settings, self.default_kind)
+        self.name = self.engine.kind
+        self.session = uuid.uuid4().hex[:12]
+        self.owner = os.getpid()
+        self.owner_start = _proc_start(self.owner)
+        self.harness_path = _package_file("container_harness.sh")
+        self.guard_path = _package_file("container_guard.sh")
+        self.sync_sh_path = _package_file("duet_sync.sh", "duetbench.sync")
+        self.images: dict[str, dict[str, str]] = {}  # image -> {"id", "workdir"}
+        self.reaped: list[str] = []
+        self.experiment = ""  # for the labels of the artifact containers
+        self._runs: dict[str, _RunState] = {}
+        self._active: _RunState | None = None
+        self._guard: subprocess.Popen[bytes] | None = None
+        self._started = False
+        self._per_run = False  # no start/end_experiment around the runs: guard per run
+        self._count = 0
+
+    # ------------------------------------------------------------------ experiment
+    def start_experiment(self, plan: list[RunSpec]) -> None:
+        """Check the engine and every run's image (pulling missing ones); reap leftovers of
+        dead owners. Raises ExecutorError before anything runs. Starts no process: the
+        guard starts with the first container."""
+        if plan and not self.experiment:
+            self.experiment = plan[0].experiment
+        if not self._started:
+            if shutil.which(self.engine.argv[0]) is None:
+                raise ExecutorError(
+                    f"the {self.engine.kind} executor needs `{self.engine.argv[0]}`, which is not "
+                    "installed here (set `engine:` to the engine's command, or pass --executor local)"
+                )
+            self._check_images(plan)
+            self._started = True
+            self.reaped = self.reap_dead_owners()
+        else:
+            self._check_images(plan)
+
+    def end_experiment(self) -> None:
+        """Close the guard's pipe: it sweeps this session's containers (normally none) and exits."""
+        guard, self._guard = self._guard, None
+        if guard is None:
+            return
+        try:
+            if guard.stdin is not None:
+                guard.stdin.close()
+        except OSError:
+            pass
+        try:
+            guard.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        except KeyboardInterrupt:  # it finishes on its own; it is in its own session
+            pass
+
+    def _ensure_guard(self) -> None:
+        """Start the guard before the session's first container (see container_guard.sh)."""
+        if self._guard is not None:
+            return
+        self._guard = subprocess.Popen(
+            ["/bin/sh", self.guard_path, self.session, self.engine.kind, "--", *self.engine.argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def _tell_guard(self, pid: int) -> None:
+        guard = self._guard
+        if guard is None or guard.stdin is None:
+            return
+        try:
+            guard.stdin.write(f"wait {pid}\n".encode())
+            guard.stdin.flush()
+        except OSError:
+            pass
+
+    def reap_dead_owners(self) -> list[str]:
+        """Remove containers of this host whose ``duet run`` is gone; return their names.
+
+        Containers kept on purpose (``remove_containers: false``) are only stopped.
+        """
+        ps = _engine_run(
+            self.engine(
+                "ps", "-a", "-q", "--filter", "label=duetbench=1",
+                "--filter", f"label=duetbench.host={self.host}",
+            ),
+            shield=False,
+        )  # fmt: skip
+        ids = ps.stdout.split()
+        if ps.returncode != 0 or not ids:
+            return []
+        info = _engine_run(
+            self.engine("inspect", "--format", "{{.Name}}\t{{json .Config.Labels}}", *ids)
+        )
+        remove, stop = [], []
+        for line in info.stdout.splitlines():
+            name, _, labels_text = line.partition("\t")
+            try:
+                labels = json.loads(labels_text) or {}
+            except json.JSONDecodeError:
+                continue
+            try:
+                owner = int(labels.get("duetbench.owner", ""))
+            except ValueError:
+                continue
+            alive = Path(f"/proc/{owner}").exists() and (
+                _proc_start(owner) == labels.get("duetbench.owner_start", _proc_start(owner))
+            )
+            if alive:
+                continue
+            (remove if labels.get("duetbench.remove", "1") == "1" else stop).append(
+                name.lstrip("/")
+            )
+        if remove:
+            _engine_run(self.engine.rm(*remove))
+        if stop:
+            _engine_run(self.engine.stop(1, *stop))
+        return remove
+
+    def _check_images(self, plan: list[RunSpec]) -> None:
+        problems = []
+        wanted: list[str] = []
+        for spec in plan:
+            for side in spec.sides:
+                if not side.image:
+                    problems.append(
+                        f"benchmark '{spec.benchmark}' side {side.pair} has no `image:`; the "
+                        f"{self.engine.kind} executor runs every side in a container (set `image:`, "
+                        "or pass --executor local)"
+                    )
+                elif side.image not in wanted:
+                    wanted.append(side.image)
+                if side.workdir and not side.workdir.startswith("/"):
+                    problems.append(
+                        f"benchmark '{spec.benchmark}' side {side.pair}: in a container `workdir` "
+                        f"is a path inside the image and must be absolute, not '{side.workdir}'"
+                    )
+        if problems:
+            raise ExecutorError("; ".join(dict.fromkeys(problems)))
+        for image in wanted:
+            if image in self.images:
+                continue
+            meta = self._inspect_image(image)
+            if meta is None:
+                pull = _engine_run(self.engine("pull", image), PULL_TIMEOUT, shield=False)
+                meta = self._inspect_image(image) if pull.returncode == 0 else None
+                if meta is None:
+                    raise ExecutorError(
+                        f"image '{image}' is not available to {' '.join(self.engine.argv)} and "
+                        f"could not be pulled: {_tail(pull.stderr, 400) or pull.returncode}. "
+                        "Build or load it first (docs/containers.md)."
+                    )
+            self.images[image] = meta
+
+    def _inspect_image(self, image: str) -> dict[str, str] | None:
+        p = _engine_run(
+            self.engine("image", "inspect", "--format", "{{.Id}}\t{{.Config.WorkingDir}}", image),
+            shield=False,
+        )
+        if p.returncode != 0 or not p.stdout.strip():
+            return None
+        image_id, _, workdir = p.stdout.strip().splitlines()[0].partition("\t")
+        return {"id": image_id, "workdir": workdir.strip() or "/"}
+
+    def host_info(self, artifacts: Any) -> dict[str, Any]:
+        """The engine, and per image its id and the artifact commands' output inside it."""
+        version = _engine_run(self.engine("--version"), shield=False)
+        images: dict[str, Any] = {}
+        for image, meta in self.images.items():
+            entry: dict[str, Any] = {"id": meta["id"], "workdir": meta["workdir"]}
+            if artifacts:
+                entry["artifacts"] = self._image_artifacts(image, list(artifacts))
+            images[image] = entry
+        return {
+            "container": {
+                "engine": list(self.engine.argv),
+                "kind": self.engine.kind,
+                "version": version.stdout.strip(),
+                "run_options": _words(self.settings.get("run_options")),
+                "images": images,
+            }
+        }
+
+    def _image_artifacts(self, image: str, artifacts: list[Any]) -> dict[str, Any]:
+        self._ensure_guard()
+        name = self._container_name("artifacts", self.experiment, "")
+        argv = self.engine(
+            "run", "-d", "--name", name, *self._labels(self.experiment, "", "", remove=True),
+            "--entrypoint", "/bin/sh", *_words(self.settings.get("run_options")),
+            image, "-c", KEEPALIVE,
+        )  # fmt: skip
+        started = _engine_run(argv)
+        try:
+            if started.returncode != 0:
+                msg = _tail(started.stderr, 400) + _hint(started.stderr)
+                return {"error": f"the container did not start: {msg}"}
+            return run_artifacts(artifacts, prefix=self.engine("exec", name))
+        finally:
+            _engine_run(self.engine.rm(name))
+
+    # ------------------------------------------------------------------ one run
+    def _state(self, spec: RunSpec) -> _RunState:
+        st = self._runs.get(spec.run_id)
+        if st is None:
+            settings = {**self.settings, **(spec.container or {})}
+            st = _RunState(
+                engine=make_engine(settings, self.default_kind),
+                remove=bool(settings.get("remove_containers", True)),
+                run_options=_words(settings.get("run_options")),
+            )
+            self._runs[spec.run_id] = st
+        return st
+
+    def _container_name(self, run_id: str, experiment: str, pair: str) -> str:
+        """``duet-<experiment>-<run>-<pair>-<session><n>``: unique, and findable by name."""
+        self._count += 1
+        parts = [_NAME_BAD.sub("_", p)[:60] for p in (experiment, run_id, pair) if p]
+        return "-".join(["duet", *parts, f"{self.session}{self._count}"])
+
+    def _labels(self, experiment: str, run_id: str, pair: str, *, remove: bool) -> list[str]:
+        labels = {
+            "duetbench": "1",
+            "duetbench.owner": str(self.owner),
+            "duetbench.owner_start": self.owner_start,
+            "duetbench.host": self.host,
+            "duetbench.session": self.session,
+            "duetbench.remove": "1" if remove else "0",
+        }
+        if experiment:
+            labels["duetbench.experiment"] = experiment
+        if run_id:
+            labels["duetbench.run"] = run_id
+        if pair:
+            labels["duetbench.pair"] = pair
+        out = []
+        for k, v in labels.items():
+            out += ["--label", f"{k}={v}"]
+        return out
+
+    def _mounts(self, spec: RunSpec, side: SideSpec, run_dir: Path) -> list[str]:
+        z = ",z" if _selinux_enforcing() else ""
+        out = [
+            "-v", f"{run_dir.resolve()}:{os.path.abspath(run_dir)}:rw{z}",
+            "-v", f"{self.harness_path}:{HARNESS_IN}:ro{z}",
+            "-v", f"{self.sync_sh_path}:{SYNC_SH_IN}:ro{z}",
+        ]  # fmt: skip
+        for m in side.mounts:
+            src, sep, rest = m.partition(":")
+            if sep and src.startswith((".", "~")):  # a host path relative to the config file
+                p = Path(src).expanduser()
+                if not p.is_absolute() and spec.base_dir:
+                    p = Path(spec.base_dir) / p
+                m = f"{p.resolve()}:{rest}"
+            out += ["-v", m]
+        return out
+
+    def _side_env(self, spec: RunSpec, side: SideSpec, run_dir: Path) -> dict[str, str]:
+        env = dict(side.env)
+        env.update(
+            {
+                "DUET_PAIR": side.pair,
+                "DUET_RUN": spec.run_id,
+                "DUET_METHOD": spec.method,
+                "DUET_OUTPUT_DIR": os.path.join(os.path.abspath(run_dir), side.pair),
+                "DUET_BENCHMARK": spec.benchmark,
+                "DUET_REP": str(spec.rep),
+                "DUET_SYNC_SH": SYNC_SH_IN,
+            }
+        )
+        return env
+
+    def before_launch(self, spec: RunSpec, run_dir: Path) -> None:
+        """Start one container per side, all at once, and wait until every one is up."""
+        if not self._started:  # an executor used without run_experiment (e.g. a cluster worker)
+            self.start_experiment([spec])
+            self._per_run = True
+        else:
+            self._check_images([spec])
+        st = self._state(spec)
+        self._active = st
+        self._ensure_guard()
+        cpus, _ = resolve_cpus(spec.cpus, self.host_cpus)
+        t0 = time.monotonic()
+        procs: dict[str, subprocess.Popen[str]] = {}
+        try:
+            for side in spec.sides:
+                name = self._container_name(spec.run_id, spec.experiment, side.pair)
+                image = side.image or ""
+                st.names[side.pair] = name
+                st.images[side.pair] = image
+                st.workdirs[side.pair] = side.workdir or self.images.get(image, {}).get(
+                    "workdir", "/"
+                )
+                argv = self.engine(
+                    "run", "-d", "--name", name,
+                    *self._labels(spec.experiment, spec.run_id, side.pair, remove=st.remove),
+                    "--entrypoint", "/bin/sh",
+                )  # fmt: skip
+                my_cpus = side_cpus(side, cpus)
+                if my_cpus:
+                    argv += ["--cpuset-cpus", ",".join(map(str, my_cpus))]
+                for k, v in self._side_env(spec, side, run_dir).items():
+                    argv += ["-e", f"{k}={v}"]
+                argv += self._mounts(spec, side, run_dir)
+                if side.workdir:
+                    argv += ["-w", side.workdir]
+                argv += [*st.run_options, image, "-c", KEEPALIVE]
+                procs[side.pair] = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    process_group=0,
+                )
+                self._tell_guard(procs[side.pair].pid)
+        finally:  # even on Ctrl-C: let every `run` finish, so that after_run can remove it
+            for pair, proc in procs.items():
+                res = _communicate(proc, ReadyTimeout)
+                if res.returncode != 0:
+                    st.start_errors[pair] = _tail(res.stderr, 800) + _hint(res.stderr)
+            st.timings["start_s"] = round(time.monotonic() - t0, 3)
+
+    def side_cwd(self, spec: RunSpec, side: SideSpec, side_dir: Path) -> str:
+        """Where the driver runs the engine client: the side directory on the host."""
+        return str(side_dir)
+
+    def exec_prefix(self, spec: RunSpec, side: SideSpec, side_dir: Path) -> list[str]:
+        st = self._state(spec)
+        return st.engine("exec", st.names.get(side.pair, ""))
+
+    def driver_spec(
+        self, spec: RunSpec, side: SideSpec, side_dir: Path, driver_spec: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Run the side through the in-container harness behind a start gate (module doc, 2.)."""
+        st = self._state(spec)
+        name = st.names[side.pair]
+        d = dict(driver_spec)
+        # every path the container sees must be absolute (the run directory is mounted there)
+        side_dir = Path(os.path.abspath(side_dir))
+        for key in ("side_dir", "own_done_file", "peer_done_file", "sync_dir"):
+            if d.get(key):
+                d[key] = os.path.abspath(d[key])
+        env = dict(d.get("env") or {})
+        for key in ("DUET_OUTPUT_DIR", "DUET_SYNC_DIR"):
+            if env.get(key):
+                env[key] = os.path.abspath(env[key])
+        env["DUET_SYNC_SH"] = SYNC_SH_IN
+        d["env"] = env
+        prefix = st.engine("exec")
+        for k, v in env.items():
+            prefix += ["-e", f"{k}={v}"]
+        d["exec_prefix"] = [*prefix, name]
+        gate = {
+            "fifo": str(side_dir / ".gate"),
+            "armed": str(side_dir / ".armed"),
+            "timeout": ReadyTimeout,
+        }
+        if spec.harness == "command":
+            args = ["-o", str(side_dir)]
+            if d.get("iterations") is not None:
+                args += ["-n", str(int(d["iterations"]))]
+            if d.get("time_budget"):
+                args += ["-t", str(int(float(d["time_budget"]) * 1e9))]
+            if d.get("busy_shorter_side") and d.get("peer_done_file"):
+                args += ["-B", "-p", d["peer_done_file"]]
+            if d.get("own_done_file"):
+                args += ["-d", d["own_done_file"]]
+            if d.get("sync"):
+                args.append("-s")
+            argv = _container_argv(side.command)
+            d["harness"] = "container-loop"
+            d["count_iterations"] = True
+        else:
+            command = side.command
+            if d.get("sync_dir"):
+                command = command.replace("$$", d["sync_dir"])
+            args = ["-1"]
+            argv = ["/bin/sh", "-c", command]
+        d["command"] = shlex.join(
+            ["/bin/sh", HARNESS_IN, *args, "-g", gate["fifo"], "-a", gate["armed"], "--", *argv]
+        )
+        d["sync_dir"] = None  # `$$` is already replaced
+        d["gate"] = gate
+        d["cleanup"] = [st.engine.rm(name) if st.remove else st.engine.stop(1, name)]
+        return d
+
+    def _terminate(
+        self,
+        drivers: dict[str, subprocess.Popen[bytes]],
+        grace: float,
+        side_info: dict[str, dict[str, Any]],
+    ) -> None:
+        """Timeout or Ctrl-C: stop the live sides' containers (SIGTERM inside, grace, SIGKILL)."""
+        st = self._active
+        live = [p for p, d in drivers.items() if d.poll() is None]
+        stopper = None
+        if st is not None and live:
+            for pair in live:
+                side_info[pair]["terminated"] = True
+            names = [st.names[p] for p in live if p in st.names]
+            stopper = subprocess.Popen(
+                st.engine.stop(grace, *names),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                process_group=0,
+            )
+        try:
+            super()._terminate(drivers, grace, side_info)
+        finally:
+            if stopper is not None:
+                _communicate(stopper, grace + ENGINE_TIMEOUT)
+
+    def collect(
+        self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str
+    ) -> tuple[list[str], list[str]]:
+        """``<engine> cp`` every ``results:`` path (relative = to the working dir inside)."""
+        st = self._state(spec)
+        name = st.names.get(side.pair, "")
+        workdir = st.workdirs.get(side.pair, "/")
+        host_side = os.path.abspath(side_dir)
+        collected: list[str] = []
+        missing: list[str] = []
+        for res in side.results:
+            inner = posixpath.normpath(posixpath.join(workdir, res))
+            if inner == host_side or inner.startswith(host_side + "/"):  # written to the mount
+                if Path(inner).exists():
+                    collected.append(str(Path(inner).relative_to(host_side)))
+                else:
+                    missing.append(res)
+                continue
+            dst = side_dir / "results"
+            dst.mkdir(exist_ok=True)
+            p = _engine_run(st.engine("cp", f"{name}:{inner}", f"{dst}/"))
+            if p.returncode == 0:
+                collected.append(f"results/{posixpath.basename(inner)}")
+            elif any(s in p.stderr.lower() for s in _NOT_FOUND):
+                missing.append(res)
+            else:
+                missing.append(f"{res} ({_tail(p.stderr, 200)})")
+        return collected, missing
+
+    def after_run(self, spec: RunSpec, run_dir: Path) -> None:
+        """Remove the run's containers (or stop them: ``remove_containers: false``)."""
+        st = self._runs.get(spec.run_id)
+        self._active = None
+        for side in spec.sides:  # a FIFO left behind would block whoever reads the run
+            for leftover in (".gate", ".armed"):
+                try:
+                    (run_dir / side.pair / leftover).unlink()
+                except OSError:
+                    pass
+        if st is None or not st.names:
+            return
+        t0 = time.monotonic()
+        names = list(st.names.values())
+        argv = st.engine.rm(*names) if st.remove else st.engine.stop(spec.kill_grace, *names)
+        for _attempt in range(3):
+            p = _engine_run(argv)
+            errors = [
+                line
+                for line in p.stderr.splitlines()
+                if line.strip() and "no such container" not in line.lower()
+            ]
+            if p.returncode == 0 or not errors:
+                st.cleanup_error = ""
+                break
+            st.cleanup_error = _tail("\n".join(errors), 500)
+            time.sleep(0.5)
+        st.timings["cleanup_s"] = round(time.monotonic() - t0, 3)
+
+    def execute(self, spec: RunSpec, run_dir: Path, **kwargs: Any) -> RunOutcome:
+        """The local executor's run, plus what the containers were and why one failed to start."""
+        try:
+            outcome = super().execute(spec, run_dir, **kwargs)
+        finally:
+            st = self._runs.pop(spec.run_id, None)
+            if self._per_run:
+                self.end_experiment()
+        if st is None:
+            return outcome
+        record = outcome.record
+        record["container"] = {
+            "engine": list(st.engine.argv),
+            "removed": st.remove,
+            "run_options": st.run_options,
+            **st.timings,
+        }
+        if st.cleanup_error:
+            record["container"]["cleanup_error"] = st.cleanup_error
+        problems = []
+        for pair, side in record.get("sides", {}).items():
+            name = st.names.get(pair)
+            image = st.images.get(pair, "")
+            side["container"] = {
+                "name": name,
+                "image": image,
+                "image_id": self.images.get(image, {}).get("id"),
+                "workdir": st.workdirs.get(pair),
+            }
+            clock = run_dir / pair / "harness.txt"
+            if spec.harness == "command" and clock.exists():
+                side["clock"] = clock.read_text().strip().partition("=")[2]
+            if pair in st.start_errors:
+                side["status"] = "failed"
+                side["message"] = f"the container did not start: {st.start_errors[pair]}"
+                problems.append(f"side {pair}: {side['message']}")
+        if problems and record.get("status") in ("ok", "failed"):
+            record["status"] = "failed"
+            record["message"] = "; ".join(problems)
+        return outcome

@@ -1,0 +1,547 @@
+"""The container executor with podman: all methods, sduet across a C and a shell harness,
+timeouts, failures, Ctrl-C and SIGKILL without leftovers, resume, kept containers, the
+thesis format. The test image is a busybox-static rootfs imported with `podman import`
+(no registry, no network)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from tests.conftest import ROOT, pids_with, run_duet
+
+from duetbench.process import process
+
+pytestmark = pytest.mark.container
+
+SYNC_SH = ROOT / "src" / "duetbench" / "sync" / "duet_sync.sh"
+EXAMPLE_SH = ROOT / "examples" / "sync" / "harness.sh"
+EXAMPLE_C = ROOT / "examples" / "sync" / "harness.c"
+BUILD_IMAGE = ROOT / "examples" / "containers" / "build-image.sh"
+# what setup-system.sh writes to /etc/containers/containers.conf; used only when podman
+# cannot start a container without it (a sandbox where that file is missing)
+SANDBOX_CONF = """[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+netns = "none"
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+"""
+
+
+def podman(*args: str, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["podman", *args], capture_output=True, text=True, timeout=timeout, check=check
+    )
+
+
+def containers(label: str, value: str) -> list[str]:
+    """Names of all containers (any state) with ``label=value``."""
+    p = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"label={label}={value}")
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()
+
+
+@pytest.fixture(scope="session")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A busybox-static image built by examples/containers/build-image.sh (`podman import`
+    of a rootfs tarball), once per content: the tag is a hash of everything that goes in."""
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup-system.sh installs it)")
+    busybox = Path("/bin/busybox")
+    if not busybox.exists():
+        busybox = Path(shutil.which("busybox") or "/usr/bin/busybox")
+    digest = hashlib.sha256()
+    for p in (busybox, EXAMPLE_SH, SYNC_SH, BUILD_IMAGE):
+        digest.update(p.read_bytes())
+    name = f"localhost/duetbench-test-busybox:{digest.hexdigest()[:12]}"
+    if podman("image", "exists", name).returncode != 0:
+        subprocess.run(["sh", str(BUILD_IMAGE), name, "podman"], check=True, capture_output=True)
+    probe = podman("run", "--rm", name, "true")
+    saved = os.environ.get("CONTAINERS_CONF")
+    if probe.returncode != 0 and "rlimit" in probe.stderr:
+        conf = tmp_path_factory.mktemp("containers") / "containers.conf"
+        conf.write_text(SANDBOX_CONF)
+        os.environ["CONTAINERS_CONF"] = str(conf)
+        probe = podman("run", "--rm", name, "true")
+    assert probe.returncode == 0, f"podman cannot run a container here: {probe.stderr}"
+    yield name
+    if saved is None:
+        os.environ.pop("CONTAINERS_CONF", None)
+    else:
+        os.environ["CONTAINERS_CONF"] = saved
+
+
+def config(
+    tmp_path: Path,
+    name: str,
+    image: str,
+    benchmarks: dict,
+    defaults: dict | None = None,
+    file: str = "duet.yml",
+    **experiment: object,
+) -> Path:
+    """A native duet.yml running every side in ``image`` with podman."""
+    doc = {
+        "experiment": {
+            "name": name,
+            "seed": 5,
+            "executor": "podman",
+            "default_artifacts": False,
+            "artifacts": {"uname": "uname -a"},
+            **experiment,
+        },
+        "defaults": {"image": image, **(defaults or {})},
+        "benchmarks": benchmarks,
+    }
+    cfg = tmp_path / file
+    cfg.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return cfg
+
+
+def run_json(root: Path, run_id: str) -> dict:
+    return json.loads((root / "runs" / run_id / "run.json").read_text())
+
+
+def read_iters(root: Path, run_id: str, pair: str) -> pd.DataFrame:
+    return pd.read_csv(root / "runs" / run_id / pair / "iterations.csv")
+
+
+def assert_nothing_left(token: str, timeout: float = 20.0) -> None:
+    """No container of experiment ``token`` and no process naming it (drivers, podman
+    clients, conmon, the guard's engine calls) -- allowing cleanup a few seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left, procs = containers("duetbench.experiment", token), pids_with(token)
+        if not left and not procs:
+            return
+        if time.monotonic() > deadline:
+            cmds = [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in procs]
+            raise AssertionError(f"left behind: containers {left}, processes {cmds}")
+        time.sleep(0.2)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# sh loop: a few ms of CPU in busybox ash
+SPIN = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
+
+
+def test_all_methods_in_containers(tmp_path: Path, image: str) -> None:
+    name = unique("cmeth")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "input.txt").write_text("from-the-host\n")
+    spin_a, spin_b = SPIN.format(n=8000), SPIN.format(n=8000)
+    seen = (
+        'echo "$MYVAR $DUET_PAIR $DUET_METHOD $DUET_ITERATION $(cat /data/input.txt) '
+        '$(grep Cpus_allowed_list /proc/self/status | cut -f2)" >> "$DUET_OUTPUT_DIR/seen.txt"'
+    )
+    cfg = config(
+        tmp_path,
+        name,
+        image,
+        {"m": {"A": {"command": f"{seen}; {spin_a}"}, "B": {"command": f"{seen}; {spin_b}"}}},
+        {"iterations": 6, "env": {"MYVAR": "hello"}, "mounts": ["./data:/data:ro"]},
+        schedule="sequential",
+        repetitions={"seqn": 1, "aduet": 1, "sduet": 1},
+        timeout="120s",
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    root = tmp_path / "res" / name
+    journal = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
+    assert sorted(e["run_id"] for e in journal) == [
+        "m.aduet.000",
+        "m.sduet.000",
+        "m.seqn.000.A",
+        "m.seqn.000.B",
+    ]
+    assert all(e["status"] == "ok" for e in journal), journal
+    for e in journal:
+        run = run_json(root, e["run_id"])
+        assert run["executor"] == "podman" and run["container"]["removed"] is True
+        for pair, side in run["sides"].items():
+            assert side["iterations"] == 6 and side["clock"] == "epochrealtime"
+            assert side["container"]["image"] == image and side["container"]["image_id"]
+            it = read_iters(root, e["run_id"], pair)
+            assert len(it) == 6 and (it.duration_ns > 0).all() and (it.exit_code == 0).all()
+            assert (it.start_ns.diff().dropna() > 0).all()
+            lines = (root / "runs" / e["run_id"] / pair / "seen.txt").read_text().splitlines()
+            assert [ln.split()[:5] for ln in lines] == [
+                ["hello", pair, run["method"], str(i), "from-the-host"] for i in range(6)
+            ]
+            assert {ln.split()[5] for ln in lines} == {",".join(map(str, side["cpus"]))}
+        if run["method"] == "seqn":
+            continue
+        assert set(run["sides"]["A"]["cpus"]) != set(run["sides"]["B"]["cpus"])
+        a, b = read_iters(root, e["run_id"], "A"), read_iters(root, e["run_id"], "B")
+        overlap = min(a.end_ns.max(), b.end_ns.max()) - max(a.start_ns.min(), b.start_ns.min())
+        span = max(a.end_ns.max(), b.end_ns.max()) - min(a.start_ns.min(), b.start_ns.min())
+        assert overlap > 0.5 * span, (overlap, span)
+        # the gate: both loops start within a few ms of the go, not an `exec` apart
+        assert abs(int(a.start_ns[0]) - int(b.start_ns[0])) < 50e6
+        if run["method"] == "sduet":  # synchronized (the tight bound: the next test)
+            gap_ms = np.abs(a.start_ns.to_numpy() - b.start_ns.to_numpy()) / 1e6
+            assert np.median(gap_ms) < 8.0 and gap_ms.max() < 40.0, gap_ms
+    host = json.loads(next((root / "hosts").glob("*.json")).read_text())
+    img = host["container"]["images"][image]
+    assert img["id"] and img["artifacts"]["uname"]["exit_code"] == 0
+    assert "Linux" in img["artifacts"]["uname"]["stdout"]
+    table = process(root).table
+    assert len(table) == 6 * 6  # 6 sides (seqn A, seqn B, 2 aduet, 2 sduet) x 6 iterations
+    assert_nothing_left(name)
+
+
+def test_sduet_c_and_shell_harnesses_across_containers(tmp_path: Path, image: str) -> None:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (scripts/setup-system.sh installs it)")
+    name = unique("csync")
+    bin_dir = tmp_path / "h"
+    bin_dir.mkdir()
+    subprocess.run(
+        [
+            "gcc", "-O2", "-Wall", "-Werror", "-static",
+            "-I", str(ROOT / "src" / "duetbench" / "sync"),
+            "-o", str(bin_dir / "harness"), str(EXAMPLE_C),
+        ],
+        check=True,
+    )  # fmt: skip
+    shutil.copy(EXAMPLE_SH, bin_dir / "harness.sh")
+    cfg = config(
+        tmp_path,
+        name,
+        image,
+        {
+            "cs": {
+                "A": {"command": "/h/harness /tmp/out.csv 12 3000000"},
+                "B": {"command": "sh /h/harness.sh /tmp/out.csv 12 20000"},
+            }
+        },
+        {"harness": "generic", "mounts": [f"{bin_dir}:/h:ro"], "results": ["/tmp/out.csv"]},
+        repetitions={"sduet": 1},
+        timeout="120s",
+    )
+    # Alignment is a timing property of a shared machine: a burst from other tenants can
+    # push one run over the bound, so a second run is allowed; both are checked fully.
+    for attempt in range(2):
+        out = tmp_path / f"res{attempt}"
+        r = run_duet("run", str(cfg), "-o", str(out), "--no-compare")
+        assert r.returncode == 0, r.stderr
+        root = out / name
+        run = run_json(root, "cs.sduet.000")
+        assert run["status"] == "ok", run["message"]
+        assert run["sync"]["go_count"] >= 12
+        for side in run["sides"].values():
+            assert side["result_files"] == ["results/out.csv"]
+        table = process(root).table  # the generic parser, from the copied-out out.csv
+        a = table[table.pair == "A"].sort_values("iteration")
+        b = table[table.pair == "B"].sort_values("iteration")
+        assert len(a) == len(b) == 12
+        # B (shell) is several times slower than A (C): unsynchronized they would drift
+        # apart by B's extra time every iteration
+        assert b.duration_ns.median() > 2 * a.duration_ns.median()
+        gap_ms = np.abs(a.start_ns.to_numpy() - b.start_ns.to_numpy()) / 1e6
+        if np.median(gap_ms) < 3.0 and gap_ms.max() < 25.0:
+            break
+    assert np.median(gap_ms) < 3.0, gap_ms
+    assert gap_ms.max() < 25.0, gap_ms
+    assert_nothing_left(name)
+
+
+def test_timeout_failure_missing_results_leave_nothing(tmp_path: Path, image: str) -> None:
+    name = unique("cfail")
+    hang = 'trap "echo term >> /tmp/r.txt; exit 0" TERM; echo partial > /tmp/r.txt; sleep 300 & wait $!'
+    cfg = config(
+        tmp_path,
+        name,
+        image,
+        {
+            "hangs": {
+                "timeout": "3s",
+                "harness": "generic",
+                "command": hang,
+                "results": ["/tmp/r.txt"],
+            },
+            "fails": {
+                "iterations": 3,
+                "A": {"command": "sh -c 'echo boom >&2; exit 7'"},
+                "B": {"command": "true"},
+            },
+            "missing": {"harness": "generic", "command": "true", "results": ["nothere.csv"]},
+            "nostart": {  # B's container cannot start (its mount source does not exist)
+                "iterations": 2,
+                "command": "true",
+                "B": {"mounts": [f"{tmp_path}/no-such-dir:/x"]},
+            },
+        },
+        schedule="sequential",
+        repetitions={"aduet": 1},
+        kill_grace="2s",
+    )
+    t0 = time.monotonic()
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 90
+    root = tmp_path / "res" / name
+    status = {
+        e["run_id"]: e["status"]
+        for e in map(json.loads, (root / "journal.jsonl").read_text().splitlines())
+    }
+    assert status == {
+        "hangs.aduet.000": "timeout",
+        "fails.aduet.000": "failed",
+        "missing.aduet.000": "failed",
+        "nostart.aduet.000": "failed",
+    }
+    hangs = run_json(root, "hangs.aduet.000")
+    for pair, side in hangs["sides"].items():
+        assert side["status"] == "terminated"
+        assert side["result_files"] == ["results/r.txt"]  # copied out after the timeout
+        # the workload got SIGTERM inside the container and had its grace to write
+        text = (root / "runs" / "hangs.aduet.000" / pair / "results" / "r.txt").read_text()
+        assert text.split() == ["partial", "term"]
+    fails = run_json(root, "fails.aduet.000")
+    side = fails["sides"]["A"]
+    assert side["exit_code"] == 7 and "boom" in side["stderr_tail"]
+    assert side["iterations"] == 0
+    assert "iteration 0: command exited with 7" in fails["message"]
+    assert fails["sides"]["B"]["status"] == "ok" and fails["sides"]["B"]["iterations"] == 3
+    missing = run_json(root, "missing.aduet.000")
+    assert "nothere.csv" in missing["message"]
+    assert missing["sides"]["A"]["missing_results"] == ["nothere.csv"]
+    nostart = run_json(root, "nostart.aduet.000")
+    assert nostart["sides"]["B"]["status"] == "failed"
+    assert "did not start" in nostart["message"] and "no-such-dir" in nostart["message"]
+    assert_nothing_left(name)
+
+
+def _wait_for_container(token: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not containers("duetbench.experiment", token):
+        assert proc.poll() is None, "duet run ended before a container started"
+        assert time.monotonic() < deadline, "no container started"
+        time.sleep(0.1)
+
+
+def test_ctrl_c_and_sigkill_leave_nothing_then_resume(tmp_path: Path, image: str) -> None:
+    name = unique("ckill")
+    cfg = config(
+        tmp_path,
+        name,
+        image,
+        {"slow": {"command": "sleep 0.3"}},
+        {"iterations": 4},
+        schedule="sequential",
+        repetitions={"seqn": 1, "aduet": 2},
+    )
+    out = tmp_path / "res"
+    journal = out / name / "journal.jsonl"
+    argv = [sys.executable, "-m", "duetbench", "run", str(cfg), "-o", str(out), "--no-compare"]
+    env = dict(os.environ, COLUMNS="200")
+
+    def start(*extra: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [*argv, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        )
+
+    # 1. SIGKILL of duet run while a run is in flight (after at least one finished run)
+    proc = start()
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and journal.read_text().strip()):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    _wait_for_container(name, proc)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert_nothing_left(name)
+    done_first = len(journal.read_text().splitlines())
+    assert 1 <= done_first < 4
+
+    # 2. Ctrl-C (SIGINT) of a resumed run, mid-run
+    proc = start("--resume")
+    _wait_for_container(name, proc)
+    time.sleep(0.8)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert_nothing_left(name, timeout=5)
+
+    # 3. resume to the end: every run exactly once, all ok
+    r = run_duet("run", str(cfg), "-o", str(out), "--resume", "--no-compare", env=env)
+    assert r.returncode == 0, r.stderr
+    entries = [json.loads(x) for x in journal.read_text().splitlines()]
+    ids = [e["run_id"] for e in entries]
+    assert (
+        sorted(ids)
+        == sorted(set(ids))
+        == [
+            "slow.aduet.000",
+            "slow.aduet.001",
+            "slow.seqn.000.A",
+            "slow.seqn.000.B",
+        ]
+    )
+    assert all(e["status"] == "ok" for e in entries)
+    assert_nothing_left(name)
+
+
+def test_remove_containers_false_keeps_them(tmp_path: Path, image: str) -> None:
+    name = unique("ckeep")
+    cfg = config(
+        tmp_path,
+        name,
+        image,
+        {"k": {"command": "true"}},
+        {"iterations": 2},
+        repetitions={"aduet": 1},
+        remove_containers=False,
+    )
+    try:
+        r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+        assert r.returncode == 0, r.stderr
+        run = run_json(tmp_path / "res" / name, "k.aduet.000")
+        assert run["status"] == "ok" and run["container"]["removed"] is False
+        kept = sorted(containers("duetbench.experiment", name))
+        assert kept == sorted(s["container"]["name"] for s in run["sides"].values())
+        states = podman("inspect", "--format", "{{.State.Status}}", *kept)
+        assert set(states.stdout.split()) == {"exited"}  # kept, but not running
+        # their owner is gone, but reaping (at the start of every experiment) keeps them
+        from duetbench.execute.container import ContainerExecutor
+
+        reaped = ContainerExecutor(engine="podman").reap_dead_owners()
+        assert not set(kept) & set(reaped)
+        assert sorted(containers("duetbench.experiment", name)) == kept
+    finally:
+        left = containers("duetbench.experiment", name)
+        if left:
+            podman("rm", "-f", "-t", "0", *left)
+    assert_nothing_left(name)
+
+
+def test_leftovers_of_dead_owners_are_reaped(tmp_path: Path, image: str) -> None:
+    from duetbench.execute.container import ContainerExecutor, _proc_start
+
+    token = unique("creap")
+    ex = ContainerExecutor(engine="podman")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+
+    def make(suffix: str, owner: int, start: str, remove: str) -> str:
+        cname = f"{token}-{suffix}"
+        labels = {
+            "duetbench": "1",
+            "duetbench.owner": str(owner),
+            "duetbench.owner_start": start,
+            "duetbench.host": ex.host,
+            "duetbench.remove": remove,
+            "duetbench.experiment": token,
+        }
+        args = [x for k, v in labels.items() for x in ("--label", f"{k}={v}")]
+        podman("create", "--name", cname, *args, image, "true", check=True)
+        return cname
+
+    try:
+        gone = make("dead", dead.pid, "1", "1")
+        kept = make("kept", dead.pid, "1", "0")
+        mine = make("live", os.getpid(), _proc_start(os.getpid()), "1")
+        reaped = ex.reap_dead_owners()
+        assert gone in reaped
+        assert sorted(containers("duetbench.experiment", token)) == sorted([kept, mine])
+    finally:
+        left = containers("duetbench.experiment", token)
+        if left:
+            podman("rm", "-f", *left)
+
+
+def test_thesis_format_runs_unchanged(tmp_path: Path, image: str) -> None:
+    name = unique("cthesis")
+    cfg = tmp_path / "thesis.duet.yml"
+    cfg.write_text(
+        f"""duetbench:
+  name: {name}
+  seed: 42
+  schedule: randomized_interleaving_trials
+  duet_repetitions: 1
+  sequential_repetitions: 1
+  docker_command: podman
+  artifacts: {{uname: uname -a}}
+  image: {image}
+  results: [/tmp/results.csv]
+  run_base: sh /opt/duet/harness.sh /tmp/results.csv
+  timeout: 120
+  duets: [spin]
+spin:
+  A: {{run: "5 3000"}}
+  B: {{run: "5 6000"}}
+"""
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    root = tmp_path / "res" / name
+    entries = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
+    assert sorted(e["run_id"] for e in entries) == [
+        "spin.aduet.000",
+        "spin.seqn.000.A",
+        "spin.seqn.000.B",
+    ]
+    assert all(e["status"] == "ok" for e in entries), entries
+    run = run_json(root, "spin.aduet.000")
+    assert run["executor"] == "podman" and run["spec"]["harness"] == "generic"
+    table = process(root).table
+    assert len(table) == 4 * 5
+    assert_nothing_left(name)
+
+
+def test_config_errors_stop_before_anything_runs(tmp_path: Path, image: str) -> None:
+    name = unique("cerr")
+    cfg = config(tmp_path, name, image, {"b": {"command": "true"}}, repetitions={"aduet": 1})
+    text = cfg.read_text().replace(image, "localhost/duetbench-no-such-image:0")
+    cfg.write_text(text)
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 2 and "could not be pulled" in r.stderr, r.stderr
+    assert not (tmp_path / "res" / name).exists()  # nothing written: fix the image, run again
+    cfg.write_text(text.replace("  image: localhost/duetbench-no-such-image:0\n", ""))
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 2 and "has no `image:`" in r.stderr, r.stderr
+    assert_nothing_left(name)
+
+
+def test_executor_alone_as_a_cluster_worker_uses_it(tmp_path: Path, image: str) -> None:
+    """No start/end_experiment around the run (schedule/cluster.py): checks, guard and
+    cleanup happen per run."""
+    from duetbench.config import load_config
+    from duetbench.execute.base import get_executor
+    from duetbench.plan import make_plan
+
+    name = unique("capi")
+    cfg = config(tmp_path, name, image, {"w": {"command": "true"}}, {"iterations": 3})
+    exp = load_config(cfg)
+    spec = next(r for r in make_plan(exp) if r.method == "aduet")
+    executor = get_executor("podman", settings=exp.to_dict()["container"])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    outcome = executor.execute(spec, run_dir)
+    assert outcome.exception is None
+    assert outcome.record["status"] == "ok", outcome.record["message"]
+    assert all(s["iterations"] == 3 for s in outcome.record["sides"].values())
+    assert executor._guard is None  # ended with the run
+    assert not list(run_dir.rglob(".gate"))
+    assert_nothing_left(name)
