@@ -5,6 +5,7 @@
       journal.jsonl     one line per finished run, appended and fsynced
       hosts/<host>.json detected host configuration and artifact outputs
       runs/<run-id>/    run.json + A/ and/or B/ (each side's private directory)
+      cluster.jsonl     runs on a Dask cluster only: hosts seen/excluded, attempts lost
 
 A run is built in ``runs/.tmp-<run-id>-<pid>`` and renamed into place only when
 complete, then journaled. Resume trusts the journal (and recovers a run that
@@ -202,6 +203,67 @@ class ResultsStore:
         if run.get("status") in FINISHED:
             self._append_journal(self._journal_entry(run))
         return final
+
+    def commit_run_contents(
+        self, run_id: str, files: Iterable[tuple[str, str, int, bytes | str]], run: dict[str, Any]
+    ) -> Path:
+        """Commit a run executed elsewhere (a cluster worker) from its returned directory contents.
+
+        ``files`` are ``(relative path, kind, mode, data)`` with kind ``d`` (directory, data
+        unused), ``f`` (regular file, data = bytes) or ``l`` (symlink, data = target). The files
+        go to a temporary run directory, then :meth:`commit_run` (fsync, rename, journal).
+        """
+        tmp = self.new_run_dir(run_id)
+        base = tmp.resolve()
+        try:
+            for rel, kind, mode, data in files:
+                parts = Path(rel).parts
+                if not parts or Path(rel).is_absolute() or ".." in parts or rel == "run.json":
+                    continue
+                target = tmp.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if not target.parent.resolve().is_relative_to(base):
+                    continue  # never write through a symlink out of the run directory
+                if kind == "d":
+                    target.mkdir(exist_ok=True)
+                    os.chmod(target, (mode & 0o7777) | 0o700)
+                elif kind == "l":
+                    os.symlink(str(data), target)
+                elif kind == "f":
+                    with open(target, "wb") as f:
+                        f.write(data if isinstance(data, bytes) else str(data).encode())
+                    os.chmod(target, mode & 0o7777)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return self.commit_run(tmp, run)
+
+    # ------------------------------------------------------------------ cluster events
+    @property
+    def cluster_log_path(self) -> Path:
+        return self.root / "cluster.jsonl"
+
+    def log_cluster_event(self, entry: dict[str, Any]) -> None:
+        """Append one scheduling event (host seen/excluded, attempt lost...) to cluster.jsonl."""
+        entry = {"ns": time.time_ns(), **entry}
+        with open(self.cluster_log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def cluster_events(self) -> list[dict[str, Any]]:
+        """The events of cluster.jsonl (none for an inline experiment); torn lines ignored."""
+        try:
+            lines = self.cluster_log_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
 
     @staticmethod
     def _journal_entry(run: dict[str, Any]) -> dict[str, Any]:

@@ -464,10 +464,18 @@ def _load_native(doc: LocatedYaml) -> Experiment:
         teardown=exp.teardown,
         retries=exp.retries,
         design=exp.design,
-        hosts=tuple((exp.hosts or {}).items()),
+        hosts=_host_requirements(exp),
         source=str(doc.file),
         format="native",
     )
+
+
+def _host_requirements(exp: Any) -> tuple[tuple[str, Any], ...]:
+    """``experiment.hosts`` as sorted (key, value) pairs; lists become tuples."""
+    if exp.hosts is None:
+        return ()
+    d = exp.hosts.model_dump(exclude_none=True)
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(d.items()))
 
 
 def _reps(r: NativeRepetitions | int) -> dict[str, int]:

@@ -107,6 +107,39 @@ class NativeBenchmark(NativeSide):
     B: NativeSide | None = None
 
 
+def _regex_list(v: Any) -> Any:
+    """A regular expression or a list of them (any may match); each must compile."""
+    items = [v] if isinstance(v, str) else v
+    if not isinstance(items, list) or not items or not all(isinstance(x, str) for x in items):
+        raise ValueError("expected a regular expression or a list of them")
+    for x in items:
+        try:
+            re.compile(x)
+        except re.error as exc:
+            raise ValueError(f"'{x}' is not a valid regular expression ({exc})") from None
+    return items
+
+
+RegexList = Annotated[list[str], BeforeValidator(_regex_list)]
+PositiveNumber = Annotated[float, Field(gt=0)]
+
+
+class NativeHosts(_Strict):
+    """Host requirements for runs on a Dask cluster (docs/cluster.md); all keys must hold."""
+
+    host: RegexList | None = None
+    cpu_model: RegexList | None = None
+    kernel: RegexList | None = None
+    os: RegexList | None = None
+    machine: RegexList | None = None
+    virtualization: RegexList | None = None
+    container_engine: RegexList | None = None
+    min_cores: PositiveInt | None = None
+    max_cores: PositiveInt | None = None
+    min_memory_gb: PositiveNumber | None = None
+    max_memory_gb: PositiveNumber | None = None
+
+
 class NativeExperiment(_Strict):
     name: str
     seed: int = 0
@@ -126,7 +159,7 @@ class NativeExperiment(_Strict):
     teardown: str | None = None
     retries: NonNegativeInt = 0
     design: Literal["default", "balanced"] = "default"
-    hosts: dict[str, Any] | None = None
+    hosts: NativeHosts | None = None
 
 
 class NativeConfig(_Strict):

@@ -8,12 +8,13 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import DuetError
+
+if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
+    import pandas as pd
 
 SCHEMA_ID = "duetbench.compare/1"
 VERDICT_STYLE = {
@@ -291,13 +292,8 @@ def render_terminal(
         cells[-1] = f"[{style}]{cells[-1]}[/]"
         table.add_row(*cells)
     console.print(table)
-    clustered = sorted(
-        {
-            str(c)
-            for c in rows.get("clustered_by", pd.Series(dtype=object)).dropna()
-            if c and c != "run"
-        }
-    )
+    col = rows["clustered_by"] if "clustered_by" in rows.columns else []
+    clustered = sorted({str(c) for c in col if isinstance(c, str) and c and c != "run"})
     if clustered:
         console.print(
             f"[cyan]runs span several hosts: intervals resample {', '.join(clustered)}s (clustered bootstrap)[/]"

@@ -31,7 +31,7 @@ class RichObserver:
         self.verbose = verbose
         self.progress: Progress | None = None
         self.task: Any = None
-        self._t_run = 0.0
+        self._t_run: dict[str, float] = {}
 
     def experiment_started(
         self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]
@@ -60,7 +60,7 @@ class RichObserver:
         self.task = self.progress.add_task("starting", total=len(plan), completed=done)
 
     def run_started(self, spec: RunSpec) -> None:
-        self._t_run = time.monotonic()
+        self._t_run[spec.run_id] = time.monotonic()
         if self.progress is not None:
             self.progress.update(
                 self.task, description=f"{spec.benchmark} [cyan]{spec.method}[/] #{spec.rep}"
@@ -83,7 +83,7 @@ class RichObserver:
             msg = f" - {record.get('message')}" if record.get("message") else ""
             line = (
                 f"[{style}]{status:<11}[/] {spec.run_id}{order} iterations {its} "
-                f"({time.monotonic() - self._t_run:.1f} s){msg}"
+                f"({time.monotonic() - self._t_run.pop(spec.run_id, time.monotonic()):.1f} s){msg}"
             )
             (self.progress.console if self.progress else self.console).print(line, highlight=False)
 
@@ -108,5 +108,7 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
             "[yellow]note:[/] duet runs used every core of this machine; the OS and other tenants "
             "then land on one side only, which widens the intervals (METHODS.md 1)."
         )
+    for note in getattr(summary, "notes", []) or []:
+        console.print(f"[yellow]note:[/] {note}")
     if summary.interrupted:
         console.print(f"Continue with: duet run <config> -o {summary.root.parent} --resume")

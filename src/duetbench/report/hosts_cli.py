@@ -1,0 +1,188 @@
+"""`duet hosts RESULTS`: which hosts ran what, their configuration, their health."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..errors import ResultsDirError
+from ..schedule.cluster import host_health
+from ..store import ResultsStore
+
+SCHEMA_ID = "duetbench.hosts/1"
+STATUSES = ("ok", "failed", "timeout", "interrupted", "lost")
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "hosts",
+        help="the hosts of an experiment: configuration, runs per status, health",
+        description=(
+            "List the hosts that ran an experiment (or were excluded by its `hosts:` "
+            "requirements) with their detected configuration, the runs they executed per "
+            "status, attempts lost to dead workers, and a health verdict."
+        ),
+    )
+    p.add_argument("results", type=Path, help="the experiment's results directory (results/NAME)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_hosts)
+
+
+def _overlaps(intervals: list[tuple[int, int, str]]) -> list[tuple[str, str]]:
+    """Pairs of runs whose [start, end] intervals intersect (should never happen on one host)."""
+    out = []
+    latest: tuple[int, str] | None = None
+    for start, end, rid in sorted(intervals):
+        if latest is not None and start < latest[0]:
+            out.append((latest[1], rid))
+        if latest is None or end > latest[0]:
+            latest = (end, rid)
+    return out
+
+
+def hosts_report(root: Path) -> dict[str, Any]:
+    """Everything `duet hosts` shows, as plain data (the JSON output)."""
+    root = Path(root)
+    store = ResultsStore(root)
+    if not store.experiment_path.is_file():
+        raise ResultsDirError(
+            f"{root} is not a duetbench results directory (no experiment.json); point at "
+            "results/<experiment-name>"
+        )
+    exp = store.experiment()
+    configs = store.hosts()
+    events = store.cluster_events()
+    counts: dict[str, Counter[str]] = {}
+    intervals: dict[str, list[tuple[int, int, str]]] = {}
+    lost_on: set[tuple[str, str]] = set()
+    excluded: dict[str, list[str]] = {}
+    quarantined: set[str] = set()
+    workers: dict[str, set[str]] = {}
+    for e in events:
+        kind, host = e.get("event"), e.get("host")
+        if host is None:
+            continue
+        if kind == "lost":
+            counts.setdefault(host, Counter())["lost"] += 1
+            lost_on.add((e.get("run_id", ""), host))
+        elif kind == "worker_joined":
+            workers.setdefault(host, set()).add(str(e.get("worker")))
+            if not e.get("eligible", True):
+                excluded[host] = list(e.get("reasons") or [])
+        elif kind == "quarantined":
+            quarantined.add(host)
+    for rid, run in store.runs():
+        if run is None:
+            continue
+        host = run.get("host") or "unknown"
+        status = run.get("status", "unknown")
+        if status == "interrupted" and (rid, host) in lost_on:
+            continue  # an attempt already counted as lost
+        counts.setdefault(host, Counter())[status] += 1
+        if run.get("start_ns") and run.get("end_ns"):
+            intervals.setdefault(host, []).append((run["start_ns"], run["end_ns"], rid))
+    health = host_health({h: dict(c) for h, c in counts.items() if h not in excluded})
+    rows = []
+    for host in sorted(set(configs) | set(counts) | set(excluded)):
+        cfg = configs.get(host, {})
+        mem = cfg.get("memory_bytes")
+        overlaps = _overlaps(intervals.get(host, []))
+        c = counts.get(host, Counter())
+        hh = health.get(host, {})
+        if host in excluded:
+            verdict = "excluded"
+        elif hh.get("flagged"):
+            verdict = "flagged"
+        elif host in quarantined:
+            verdict = "quarantined"
+        elif overlaps:
+            verdict = "overlapping runs"
+        else:
+            verdict = "ok"
+        rows.append(
+            {
+                "host": host,
+                "config": {
+                    "cpu_model": cfg.get("cpu_model"),
+                    "cores": cfg.get("cores"),
+                    "cpus_available": len(cfg.get("cpus_available") or []) or None,
+                    "memory_gb": round(mem / 1e9, 1) if mem else None,
+                    "kernel": cfg.get("kernel"),
+                    "os": cfg.get("os"),
+                    "machine": cfg.get("machine"),
+                    "virtualization": cfg.get("virtualization"),
+                    "container_engines": cfg.get("container_engines"),
+                },
+                "workers": sorted(workers.get(host, ())),
+                "runs": {s: c.get(s, 0) for s in STATUSES}
+                | {k: v for k, v in c.items() if k not in STATUSES},
+                "failure_rate": hh.get("failure_rate"),
+                "others_failure_rate": hh.get("others_failure_rate"),
+                "health": verdict,
+                "reason": (
+                    "; ".join(excluded[host])
+                    if host in excluded
+                    else hh.get("reason")
+                    or (
+                        f"{len(overlaps)} pair(s) of runs overlapped in time, e.g. "
+                        f"{overlaps[0][0]} and {overlaps[0][1]}"
+                        if overlaps
+                        else (
+                            "lost several runs in a row; got no more runs"
+                            if host in quarantined
+                            else ""
+                        )
+                    )
+                ),
+                "overlapping_runs": [list(p) for p in overlaps],
+            }
+        )
+    return {
+        "schema": SCHEMA_ID,
+        "experiment": exp.get("name"),
+        "results": str(root),
+        "cluster": bool(events),
+        "hosts": rows,
+    }
+
+
+def cmd_hosts(args: argparse.Namespace) -> int:
+    report = hosts_report(args.results)
+    if args.format == "json":
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"{report['experiment']}: {len(report['hosts'])} host(s)")
+    for col in ("host", "CPU", "CPUs", "mem GB", "kernel", "virt", "engines"):
+        table.add_column(col)
+    for col in ("ok", "failed", "timeout", "lost"):
+        table.add_column(col, justify="right")
+    table.add_column("health")
+    style = {"ok": "green", "flagged": "bold red", "excluded": "dim", "quarantined": "red"}
+    for r in report["hosts"]:
+        cfg, runs = r["config"], r["runs"]
+        health = f"[{style.get(r['health'], 'yellow')}]{r['health']}[/]"
+        if r["reason"]:
+            health += f": {r['reason']}"
+        table.add_row(
+            r["host"],
+            str(cfg["cpu_model"] or "-"),
+            str(cfg["cpus_available"] or cfg["cores"] or "-"),
+            "-" if cfg["memory_gb"] is None else f"{cfg['memory_gb']:g}",
+            str(cfg["kernel"] or "-"),
+            str(cfg["virtualization"] or "-"),
+            ", ".join(cfg["container_engines"] or []) or "-",
+            str(runs["ok"]),
+            str(runs["failed"]),
+            str(runs["timeout"]),
+            str(runs["lost"]),
+            health,
+        )
+    console.print(table)
+    return 0
