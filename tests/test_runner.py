@@ -256,6 +256,23 @@ benchmarks:
     assert run["sides"]["A"]["cwd"].endswith("/A")  # a private working directory per side
 
 
+def test_results_may_name_the_side_directory(tmp_path):
+    cfg = small_config(tmp_path, """
+  repetitions: {aduet: 1}
+benchmarks:
+  ext:
+    harness: generic
+    workdir: .
+    command: "printf 'start_ns,end_ns\\n1,2\\n' > $DUET_OUTPUT_DIR/r.csv"
+    results: [$DUET_OUTPUT_DIR/r.csv]
+""")
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    run = json.loads((tmp_path / "res" / "t" / "runs" / "ext.aduet.000" / "run.json").read_text())
+    assert run["status"] == "ok", run["message"]
+    assert run["sides"]["B"]["result_files"] == ["r.csv"]
+
+
 def test_missing_result_file_marks_run_failed(tmp_path):
     cfg = small_config(
         tmp_path,
@@ -319,3 +336,29 @@ benchmarks:
         )
         assert seen[:4] == ["hello", pair, "env.aduet.000", "aduet"]
         assert seen[4].endswith(f"/{pair}")
+
+
+def test_experiment_setup_runs_first_and_its_failure_stops_everything(tmp_path):
+    cfg = small_config(tmp_path, """
+  repetitions: {aduet: 1}
+  setup: "echo built > built.txt"
+  teardown: "echo gone > torn.txt"
+benchmarks:
+  uses-setup:
+    iterations: 1
+    workdir: .
+    command: cat built.txt
+""")
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    run = json.loads((tmp_path / "res" / "t" / "runs" / "uses-setup.aduet.000" / "run.json").read_text())
+    assert run["status"] == "ok" and (tmp_path / "torn.txt").exists()
+    bad = small_config(tmp_path, """
+  repetitions: {aduet: 1}
+  setup: "echo cannot build; exit 3"
+benchmarks:
+  x: {command: "true"}
+""", name="bad")
+    r = run_duet("run", str(bad), "-o", str(tmp_path / "res2"), "--no-compare")
+    assert r.returncode == 2 and "exited with 3" in r.stderr and "cannot build" in r.stderr
+    assert not (tmp_path / "res2").exists()

@@ -52,7 +52,7 @@ from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
 from .driver import _SHELL_CHARS
-from .local import LocalExecutor, ReadyTimeout, RunOutcome, resolve_cpus, side_cpus
+from .local import LocalExecutor, ReadyTimeout, RunOutcome, expand_results, resolve_cpus, side_cpus
 
 MOUNT_DIR = "/.duetbench"
 HARNESS_IN = f"{MOUNT_DIR}/harness.sh"
@@ -662,7 +662,7 @@ class ContainerExecutor(LocalExecutor):
         host_side = os.path.abspath(side_dir)
         collected: list[str] = []
         missing: list[str] = []
-        for res in side.results:
+        for res in expand_results(side.results, Path(host_side)):
             inner = posixpath.normpath(posixpath.join(workdir, res))
             if inner == host_side or inner.startswith(host_side + "/"):  # written to the mount
                 if Path(inner).exists():

@@ -51,6 +51,16 @@ def side_cpus(side: SideSpec, cpus: list[int]) -> list[int]:
     return [cpus[side.cpu_slot % len(cpus)]]
 
 
+def expand_results(results: tuple[str, ...], side_dir: Path) -> list[str]:
+    """`results:` paths with ``$DUET_OUTPUT_DIR`` (the side's own directory) expanded."""
+    out = []
+    for res in results:
+        for var in ("${DUET_OUTPUT_DIR}", "$DUET_OUTPUT_DIR"):
+            res = res.replace(var, str(side_dir))
+        out.append(res)
+    return out
+
+
 def stderr_tail(path: Path, limit: int = 2000) -> str:
     try:
         with open(path, "rb") as f:
@@ -108,7 +118,7 @@ class LocalExecutor:
     ) -> tuple[list[str], list[str]]:
         """Copy the side's `results:` into its directory; return (collected, missing) relative paths."""
         collected, missing = [], []
-        for res in side.results:
+        for res in expand_results(side.results, side_dir):
             src = Path(res) if os.path.isabs(res) else Path(cwd) / res
             try:
                 inside = src.resolve().is_relative_to(side_dir.resolve())

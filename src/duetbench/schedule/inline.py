@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..config.model import Experiment
-from ..errors import ResultsDirError
+from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
 from ..execute.local import kill_group
 from ..hosts import detect_host, host_name, run_artifacts
@@ -158,6 +158,38 @@ def record_host(
     store.write_host(host, info)
 
 
+def run_setup_command(command: str | None, cwd: str) -> None:
+    """The experiment's `setup:`; a failure stops the experiment before any run (nothing is lost)."""
+    if not command:
+        return
+    p = subprocess.run(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    if p.returncode != 0:
+        tail = "\n".join(p.stdout.strip().splitlines()[-5:])
+        raise DuetError(
+            f"the experiment's setup command `{command}` exited with {p.returncode}; no run was "
+            f"started. Fix it (or remove `setup:`) and run again. Its last output:\n{tail}"
+        )
+
+
+def run_teardown_command(command: str | None, cwd: str) -> None:
+    if command:
+        subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
 def run_experiment(
     exp: Experiment,
     out_dir: str | Path,
@@ -171,9 +203,16 @@ def run_experiment(
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
     executor = get_executor(exp.executor, settings=exp.to_dict().get("container"))
-    # before anything is written: e.g. a missing container image is a config error
-    executor.start_experiment(plan)
-    store = open_store(exp, Path(out_dir), plan_all, resume)
+    base_dir = str(Path(exp.source).resolve().parent) if exp.source else os.getcwd()
+    # the experiment's setup may build what the runs need (e.g. a container image): first of all
+    run_setup_command(exp.setup, base_dir)
+    try:
+        # before anything is written: e.g. a missing container image is a config error
+        executor.start_experiment(plan)
+        store = open_store(exp, Path(out_dir), plan_all, resume)
+    except BaseException:
+        run_teardown_command(exp.teardown, base_dir)
+        raise
     recovered = store.prepare_resume() if resume else []
     finished = store.finished()
     todo = [r for r in plan if r.run_id not in finished]
@@ -181,14 +220,11 @@ def run_experiment(
         root=store.root, planned=len(plan), skipped=len(plan) - len(todo), recovered=recovered
     )
     t0 = time.monotonic()
-    base_dir = str(Path(exp.source).resolve().parent) if exp.source else os.getcwd()
     with _sigterm_as_interrupt():
         try:
             record_host(store, exp, executor.host, executor)
             observer.experiment_started(store, plan, todo)
             with _background(exp.background, base_dir):
-                if exp.setup and todo:
-                    subprocess.run(["/bin/sh", "-c", exp.setup], cwd=base_dir, check=False)
                 for spec in todo:
                     observer.run_started(spec)
                     tmp = store.new_run_dir(spec.run_id)
@@ -200,12 +236,11 @@ def run_experiment(
                     observer.run_finished(spec, outcome.record)
                     if outcome.exception is not None:
                         raise outcome.exception
-                if exp.teardown and todo:
-                    subprocess.run(["/bin/sh", "-c", exp.teardown], cwd=base_dir, check=False)
         except KeyboardInterrupt:
             summary.interrupted = True
         finally:
             executor.end_experiment()
+            run_teardown_command(exp.teardown, base_dir)
             summary.elapsed_s = time.monotonic() - t0
             observer.experiment_finished(summary)
     return summary
