@@ -1,0 +1,64 @@
+"""Analysis of the iterations table: pure numpy/scipy/pandas, no printing, no files.
+
+Filters (METHODS.md 2), overlaps (3), pairing (4), interval engines and tests (5, 7)
+and evaluation helpers (6). The entry point is :func:`compare`.
+"""
+
+from __future__ import annotations
+
+from .compare import CompareOptions, compare, difference_test, ratio_test
+from .evaluation import (
+    cv,
+    minimal_detectable_slowdown,
+    runtime_speedup,
+    shuffle_check,
+    slow_down,
+)
+from .filters import drop_warmup, winsorize
+from .intervals import (
+    GroupIntervals,
+    bootstrap_interval,
+    group_generators,
+    t_interval,
+    weighted_bootstrap_interval,
+)
+from .overlaps import overlap_rate, overlap_time, overlaps, relative_overlap_time
+from .pairing import pair
+from .stats import (
+    VERDICTS,
+    ChangeResult,
+    ConfidenceInterval,
+    MannWhitneyResult,
+    mann_whitney_u,
+    verdicts,
+)
+
+__all__ = [
+    "VERDICTS",
+    "ChangeResult",
+    "CompareOptions",
+    "ConfidenceInterval",
+    "GroupIntervals",
+    "MannWhitneyResult",
+    "bootstrap_interval",
+    "compare",
+    "cv",
+    "difference_test",
+    "drop_warmup",
+    "group_generators",
+    "mann_whitney_u",
+    "minimal_detectable_slowdown",
+    "overlap_rate",
+    "overlap_time",
+    "overlaps",
+    "pair",
+    "ratio_test",
+    "relative_overlap_time",
+    "runtime_speedup",
+    "shuffle_check",
+    "slow_down",
+    "t_interval",
+    "verdicts",
+    "weighted_bootstrap_interval",
+    "winsorize",
+]

@@ -1,0 +1,383 @@
+"""The iterations table as sorted numpy arrays (internal).
+
+Every analysis step works on :class:`Iterations`: one row per iteration, sorted by
+(unit, side, iteration), where a *unit* is one run of one benchmark with one method
+on one host -- the unit of resampling (METHODS.md section 5). Key columns are
+factorized once, run-length first, so a table in its natural order (runs stored
+contiguously, as the parsers write it) costs one comparison pass per key column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from duetbench.errors import AnalysisError
+from duetbench.schema import METHODS
+
+#: Columns that identify a run, in this order; ``experiment`` is optional.
+UNIT_COLUMNS = ("experiment", "host", "suite", "benchmark", "method", "run")
+#: Columns every analysis needs.
+REQUIRED_COLUMNS = (
+    "host",
+    "suite",
+    "benchmark",
+    "method",
+    "run",
+    "pair",
+    "iteration",
+    "start_ns",
+    "end_ns",
+    "duration_ns",
+)
+_TIME_COLUMNS = ("start_ns", "end_ns", "duration_ns")
+
+SIDE_A = 0
+SIDE_B = 1
+
+
+def require_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    """Raise :class:`AnalysisError` naming the columns ``what`` needs but ``df`` lacks."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise AnalysisError(
+            f"{what} needs the column(s) {', '.join(missing)} in the iterations table "
+            f"(it has: {', '.join(map(str, df.columns))})"
+        )
+
+
+def _adjacent_differs(s: pd.Series) -> np.ndarray:
+    """Boolean array of length len(s) - 1: row i + 1 differs from row i."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        codes = s.cat.codes.to_numpy()
+        return codes[1:] != codes[:-1]
+    arr = s.array
+    if isinstance(arr, np.ndarray) or s.dtype.kind in "biufmM":
+        v = s.to_numpy()
+        return np.asarray(v[1:] != v[:-1], dtype=bool)
+    # Extension arrays (Arrow strings, ...): their comparison is vectorized.
+    out = arr[1:] != arr[:-1]
+    if hasattr(out, "to_numpy"):
+        out = out.to_numpy(dtype=bool, na_value=True)
+    return np.asarray(out, dtype=bool)
+
+
+@dataclass(frozen=True, eq=False)
+class Segments:
+    """Stretches of rows with equal key columns, and each key column per stretch."""
+
+    seg_id: np.ndarray  # per row: index of its stretch
+    starts: np.ndarray  # first row of each stretch
+    codes: dict[str, np.ndarray]  # per column: code of its value in each stretch
+    uniques: dict[str, pd.Index]  # per column: the sorted distinct values
+
+
+def segments(df: pd.DataFrame, columns: Sequence[str]) -> Segments:
+    """Run-length split of ``df`` on ``columns`` and the columns' codes per stretch."""
+    n = len(df)
+    boundary = np.zeros(n, dtype=bool)
+    if n:
+        boundary[0] = True
+    for c in columns:
+        if n > 1:
+            boundary[1:] |= _adjacent_differs(df[c])
+    starts = np.flatnonzero(boundary)
+    seg_id = np.cumsum(boundary) - 1
+    codes: dict[str, np.ndarray] = {}
+    uniques: dict[str, pd.Index] = {}
+    for c in columns:
+        col = df[c]
+        if isinstance(col.dtype, np.dtype):
+            vals = col.to_numpy()[starts]
+        else:
+            vals = col.array.take(starts) if len(starts) else col.array[:0]
+        code, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
+        codes[c] = np.asarray(code, dtype=np.int64)
+        uniques[c] = pd.Index(uniq)
+    return Segments(seg_id, starts, codes, uniques)
+
+
+def combine_codes(
+    codes: Sequence[np.ndarray], sizes: Sequence[int], order: str = "sorted"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Code of each combination of per-column codes, and the first item of each code.
+
+    ``order="sorted"`` numbers combinations in key order, ``"first"`` in order of
+    first appearance.
+    """
+    m = len(codes[0]) if codes else 0
+    if not codes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    total = 1
+    for z in sizes:
+        total *= max(int(z), 1)
+    if total < 2**62:
+        key = np.zeros(m, dtype=np.int64)
+        for c, z in zip(codes, sizes, strict=True):
+            key = key * max(int(z), 1) + c
+        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    else:  # pragma: no cover - astronomically many key combinations
+        stacked = np.stack(codes, axis=1)
+        uniq, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    if order == "first":
+        rank = np.empty(len(first), dtype=np.int64)
+        by_first = np.argsort(first, kind="stable")
+        rank[by_first] = np.arange(len(first))
+        return rank[inv], first[by_first]
+    return inv, first
+
+
+def _int_column(df: pd.DataFrame, name: str) -> np.ndarray:
+    s = df[name]
+    if s.dtype.kind in "iu":
+        return s.to_numpy(dtype=np.int64)
+    try:
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"column '{name}' must hold integers (nanoseconds)") from exc
+    if not np.all(np.isfinite(v)):
+        raise AnalysisError(f"column '{name}' has missing values; every iteration needs it")
+    return v.astype(np.int64)
+
+
+def stable_key(names: Sequence[str], values: Sequence[object]) -> str:
+    """A process-independent text key of a group (used to derive its random stream)."""
+    parts = []
+    for n, v in zip(names, values, strict=True):
+        if isinstance(v, np.generic):
+            v = v.item()
+        parts.append(f"{n}={v}")
+    return "\x1f".join(parts)
+
+
+def group_generator(seed: int, key: str, purpose: str) -> np.random.Generator:
+    """The random generator of one group: from the seed and a stable hash of its key.
+
+    Python's ``hash`` is salted per process, so the key is hashed with BLAKE2b; the
+    stream of a group therefore does not depend on which other groups exist.
+    """
+    digest = hashlib.blake2b(f"{purpose}\x1e{key}".encode(), digest_size=16).digest()
+    entropy = [int(seed), int.from_bytes(digest, "little")]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
+def check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or int(seed) < 0:
+        raise AnalysisError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+@dataclass(frozen=True, eq=False)
+class Iterations:
+    """Iterations as arrays, sorted by (unit, side, iteration)."""
+
+    unit: np.ndarray  # int64 code into ``units``
+    side: np.ndarray  # int8, SIDE_A or SIDE_B
+    iteration: np.ndarray  # int64
+    start: np.ndarray  # int64 ns
+    end: np.ndarray  # int64 ns
+    duration: np.ndarray  # int64 ns (float64 after winsorizing)
+    row: np.ndarray  # int64 position of the row in the source frame
+    synthetic: np.ndarray | None  # bool per row, or None when the column is absent
+    units: pd.DataFrame  # one row per unit code: the unit key columns
+    unit_columns: tuple[str, ...]
+    unit_rank: np.ndarray  # per unit: rank in sorted key order (canonical order)
+
+    @property
+    def n_units(self) -> int:
+        return len(self.units)
+
+    def unit_method(self) -> np.ndarray:
+        """Method name of every unit (object array)."""
+        return self.units["method"].to_numpy(dtype=object)
+
+    def take(self, mask_or_index: np.ndarray) -> Iterations:
+        """A subset of the rows (keeps the sort order when given a mask or sorted index)."""
+        return replace(
+            self,
+            unit=self.unit[mask_or_index],
+            side=self.side[mask_or_index],
+            iteration=self.iteration[mask_or_index],
+            start=self.start[mask_or_index],
+            end=self.end[mask_or_index],
+            duration=self.duration[mask_or_index],
+            row=self.row[mask_or_index],
+            synthetic=None if self.synthetic is None else self.synthetic[mask_or_index],
+        )
+
+    @cached_property
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._series_bounds()
+
+    def series_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Start index and length of every (unit, side) series (computed once)."""
+        return self._bounds
+
+    def _series_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.unit)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        key = self.unit * 2 + self.side
+        boundary = np.empty(n, dtype=bool)
+        boundary[0] = True
+        np.not_equal(key[1:], key[:-1], out=boundary[1:])
+        starts = np.flatnonzero(boundary)
+        lengths = np.diff(np.append(starts, n))
+        return starts, lengths
+
+    def paired_series(
+        self, unit_mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Runs (where ``unit_mask``) with both sides: A start, A length, B start, B length.
+
+        Rows are sorted by (unit, side, iteration), so a run's A series is directly
+        followed by its B series.
+        """
+        starts, lens = self.series_bounds()
+        empty = np.zeros(0, dtype=np.int64)
+        if len(starts) < 2:
+            return empty, empty, empty, empty
+        su, ss = self.unit[starts], self.side[starts]
+        a_ser = np.flatnonzero(unit_mask[su[:-1]] & (ss[:-1] == SIDE_A))
+        b_ser = a_ser + 1
+        both = (su[b_ser] == su[a_ser]) & (ss[b_ser] == SIDE_B)
+        a_ser, b_ser = a_ser[both], b_ser[both]
+        return starts[a_ser], lens[a_ser], starts[b_ser], lens[b_ser]
+
+    def position_in_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """0-based position of each row within its series, and the series length."""
+        starts, lengths = self.series_bounds()
+        pos = np.arange(len(self.unit), dtype=np.int64) - np.repeat(starts, lengths)
+        return pos, np.repeat(lengths, lengths)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, extra_unit_columns: Sequence[str] = ()) -> Iterations:
+        """Validate and convert an iterations table (see ``duetbench.schema``)."""
+        if not isinstance(df, pd.DataFrame):
+            raise AnalysisError("the analysis expects an iterations table (a pandas DataFrame)")
+        require_columns(df, REQUIRED_COLUMNS, "the analysis")
+        unit_cols = [c for c in UNIT_COLUMNS if c in df.columns]
+        for c in extra_unit_columns:
+            if c not in unit_cols:
+                require_columns(df, [c], "grouping")
+                unit_cols.append(c)
+        n = len(df)
+        seg = segments(df, [*unit_cols, "pair"])
+        pair_vals = np.asarray(seg.uniques["pair"].astype(str))
+        bad = sorted(set(pair_vals) - {"A", "B"})
+        if bad:
+            raise AnalysisError(f"column 'pair' must be 'A' or 'B', found {bad[:5]}")
+        methods = np.asarray(seg.uniques["method"].astype(str))
+        badm = sorted(set(methods) - set(METHODS))
+        if badm:
+            raise AnalysisError(
+                f"column 'method' must be one of {', '.join(METHODS)}, found {badm[:5]}"
+            )
+        # units numbered in order of first appearance: tables stored run by run
+        # are then already sorted and need no permutation
+        seg_unit, first = combine_codes(
+            [seg.codes[c] for c in unit_cols],
+            [len(seg.uniques[c]) for c in unit_cols],
+            order="first",
+        )
+        units = pd.DataFrame(
+            {c: seg.uniques[c].take(seg.codes[c][first]) for c in unit_cols}
+        ).reset_index(drop=True)
+        seg_side = (pair_vals == "B").astype(np.int8)[seg.codes["pair"]]
+        unit = seg_unit[seg.seg_id] if n else np.zeros(0, dtype=np.int64)
+        side = seg_side[seg.seg_id] if n else np.zeros(0, dtype=np.int8)
+        iteration = _int_column(df, "iteration")
+        if n and iteration.min() < 0:
+            raise AnalysisError("column 'iteration' must be >= 0 (0-based index within a run)")
+        start = _int_column(df, "start_ns")
+        end = _int_column(df, "end_ns")
+        duration = _int_column(df, "duration_ns")
+        synthetic = None
+        if "synthetic_ts" in df.columns:
+            synthetic = df["synthetic_ts"].fillna(False).to_numpy(dtype=bool)
+        row = np.arange(n, dtype=np.int64)
+        order = _sort_order(unit, side, iteration)
+        if order is not None:
+            unit, side, iteration = unit[order], side[order], iteration[order]
+            start, end, duration, row = start[order], end[order], duration[order], row[order]
+            if synthetic is not None:
+                synthetic = synthetic[order]
+        if "run" in units.columns:
+            units["run"] = units["run"].astype(np.int64)
+        return cls(
+            unit=unit,
+            side=side,
+            iteration=iteration,
+            start=start,
+            end=end,
+            duration=duration,
+            row=row,
+            synthetic=synthetic,
+            units=units,
+            unit_columns=tuple(unit_cols),
+            unit_rank=canonical_rank(units),
+        )
+
+
+def _sort_order(unit: np.ndarray, side: np.ndarray, iteration: np.ndarray) -> np.ndarray | None:
+    """Permutation sorting by (unit, side, iteration), or None when already sorted."""
+    n = len(unit)
+    if n < 2:
+        return None
+    width = int(iteration.max()) + 1
+    n_keys = (int(unit.max()) + 1) * 2
+    if n_keys * width < 2**62:
+        key = (unit * 2 + side) * width + iteration
+        if np.all(key[1:] > key[:-1]):
+            return None
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        dup = ks[1:] == ks[:-1]
+    else:
+        order = np.lexsort((iteration, side, unit))
+        u, s, i = unit[order], side[order], iteration[order]
+        dup = (u[1:] == u[:-1]) & (s[1:] == s[:-1]) & (i[1:] == i[:-1])
+    if np.any(dup):
+        k = int(np.flatnonzero(dup)[0])
+        raise AnalysisError(
+            "the iterations table has the same iteration twice in one run and side "
+            f"(iteration {int(iteration[order][k])}); each (run, pair, iteration) must be unique"
+        )
+    return order
+
+
+def _factorized(units: pd.DataFrame, cols: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    codes, sizes = [], []
+    for c in cols:
+        col = units[c]
+        vals = col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array
+        code, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
+        codes.append(np.asarray(code, dtype=np.int64))
+        sizes.append(len(uniq))
+    return combine_codes(codes, sizes)
+
+
+def group_codes(units: pd.DataFrame, by: Sequence[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Group code of every unit (sorted key order) and the table of group keys."""
+    by = list(by)
+    if not by:
+        return np.zeros(len(units), dtype=np.int64), pd.DataFrame(index=pd.RangeIndex(1))
+    if len(units) == 0:
+        return np.zeros(0, dtype=np.int64), units[by].iloc[:0].reset_index(drop=True)
+    code, first = _factorized(units, by)
+    keys = units[by].iloc[first].reset_index(drop=True)
+    return code, keys
+
+
+def canonical_rank(units: pd.DataFrame) -> np.ndarray:
+    """Rank of every unit in sorted key order (independent of the table's row order)."""
+    if len(units) == 0:
+        return np.zeros(0, dtype=np.int64)
+    code, _ = _factorized(units, list(units.columns))
+    return code

@@ -1,0 +1,233 @@
+"""Result types, verdicts and the Mann-Whitney U test (METHODS.md 5.4, 5.5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special, stats
+
+from duetbench.errors import AnalysisError
+
+from ._segments import sort_segments
+
+SLOWER = "slower"
+FASTER = "faster"
+SAME = "same"
+BELOW_THRESHOLD = "same (below threshold)"
+NO_DATA = "no data"
+VERDICTS = (SLOWER, FASTER, SAME, BELOW_THRESHOLD, NO_DATA)
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """Bounds of a confidence interval (in units of the estimate)."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """Result of the difference CI test (5.1) or the ratio CI test (5.2) of one group.
+
+    ``estimate`` is the relative change of B against A (positive: B slower):
+    ``ggms - 1`` for the ratio test, ``mean delta / mean d_A`` for the difference
+    test; ``confidence_interval`` is on the same scale. ``pvalue`` is the
+    Mann-Whitney U test's on the same durations (5.4, reported alongside; it never
+    drives the verdict).
+    """
+
+    test: str
+    estimate: float
+    confidence_interval: ConfidenceInterval
+    pvalue: float
+    verdict: str
+    runs: int
+    pairs: int
+    confidence: float
+    interval: str
+    run_stat: str
+    threshold: float
+    clustered_by: str
+    ci_width: float
+    mean_a_ns: float
+    mean_b_ns: float
+
+
+@dataclass(frozen=True)
+class MannWhitneyResult:
+    """Two-sided Mann-Whitney U test of A's durations against B's.
+
+    ``statistic`` is U of A (as ``scipy.stats.mannwhitneyu(a, b).statistic``);
+    ``estimate`` is ``P(B > A) + P(B = A) / 2`` (the U of B over ``n_a * n_b``);
+    ``verdict`` is ``slower``/``faster`` when ``pvalue < alpha``, else ``same``.
+    """
+
+    statistic: float
+    pvalue: float
+    estimate: float
+    verdict: str
+    n_a: int
+    n_b: int
+
+
+def check_threshold(threshold: object) -> float:
+    try:
+        t = float(threshold)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"threshold must be a number >= 0, got {threshold!r}") from exc
+    if not t >= 0.0:
+        raise AnalysisError(f"threshold must be >= 0 (e.g. 0.01 for 1 %), got {threshold!r}")
+    return t
+
+
+def verdicts(low: npt.ArrayLike, high: npt.ArrayLike, threshold: float = 0.0) -> np.ndarray:
+    """Verdict of each interval of relative change (5.1, 5.2, 5.5).
+
+    ``same`` if the interval contains 0; ``slower`` (``faster``) if it lies wholly
+    above (below) 0 and beyond ``threshold``; ``same (below threshold)`` if it
+    excludes 0 but not ``threshold``; ``no data`` when it is undefined.
+    """
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    t = check_threshold(threshold)
+    out = np.full(lo.shape, SAME, dtype=object)
+    out[(lo > 0) & (lo > t)] = SLOWER
+    out[(lo > 0) & ~(lo > t)] = BELOW_THRESHOLD
+    out[(hi < 0) & (hi < -t)] = FASTER
+    out[(hi < 0) & ~(hi < -t)] = BELOW_THRESHOLD
+    out[np.isnan(lo) | np.isnan(hi)] = NO_DATA
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class GroupedU:
+    """Mann-Whitney U of many groups (arrays by group code)."""
+
+    u_a: np.ndarray
+    pvalue: np.ndarray
+    n_a: np.ndarray
+    n_b: np.ndarray
+
+    @property
+    def estimate(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return 1.0 - self.u_a / (self.n_a * self.n_b)
+
+
+def _sorted_keys(
+    dur: np.ndarray, side: np.ndarray, g: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Combined samples sorted by (group, duration): (group, 2 * duration + side, start)."""
+    counts = np.bincount(g, minlength=n_groups).astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    span = 2 * (int(dur.max()) + 1)
+    if n_groups * span < 2**62:
+        key = g * span + dur * 2 + side
+        key.sort()
+        gg = key // span
+        return gg, key - gg * span, starts
+    key = dur * 2 + side
+    order = np.argsort(g, kind="stable")
+    key, gg = key[order], g[order]
+    nz = counts > 0
+    return gg, sort_segments(key, starts[nz], counts[nz]), starts
+
+
+def mann_whitney_grouped(
+    durations: np.ndarray, side: np.ndarray, group: np.ndarray, n_groups: int
+) -> GroupedU:
+    """Two-sided Mann-Whitney U test of side 0 against side 1 in every group.
+
+    Equal to ``scipy.stats.mannwhitneyu(a, b)`` (default ``method="auto"`` with the
+    continuity correction): the normal approximation with the tie correction is
+    computed for all groups at once with scipy's expression; groups where scipy
+    would use the exact distribution (a side with at most 8 values and no ties)
+    are handed to scipy. ``durations`` are non-negative integers (ns).
+    """
+    dur = np.asarray(durations, dtype=np.int64)
+    sd = np.asarray(side, dtype=np.int64)
+    g = np.asarray(group, dtype=np.int64)
+    n_a = np.bincount(g, weights=(sd == 0), minlength=n_groups).astype(np.int64)
+    n_b = np.bincount(g, minlength=n_groups).astype(np.int64) - n_a
+    u_a = np.full(n_groups, np.nan)
+    p = np.full(n_groups, np.nan)
+    if len(dur) == 0:
+        return GroupedU(u_a, p, n_a, n_b)
+    if dur.min() < 0:
+        raise AnalysisError("durations must not be negative")
+    gg, key, starts = _sorted_keys(dur, sd, g, n_groups)
+    n = len(key)
+    is_a = (key & 1) == 0
+    val = key >> 1
+    # rank sum of A with plain positions, then corrected where values tie
+    rank = np.arange(1, n + 1, dtype=np.float64)
+    r_a = np.bincount(gg, weights=np.where(is_a, rank, 0.0), minlength=n_groups)
+    r_a -= n_a * starts  # positions are global: make them 1-based within the group
+    tie = (val[1:] == val[:-1]) & (gg[1:] == gg[:-1])
+    tie_term = np.zeros(n_groups)
+    has_ties = np.zeros(n_groups, dtype=bool)
+    if tie.any():
+        in_tie = np.zeros(n, dtype=bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        idx = np.flatnonzero(in_tie)
+        tv, tg, ta = val[idx], gg[idx], is_a[idx]
+        first = np.r_[True, (tv[1:] != tv[:-1]) | (tg[1:] != tg[:-1])]
+        tid = np.cumsum(first) - 1
+        size = np.bincount(tid).astype(np.float64)
+        mean_pos = np.bincount(tid, weights=idx.astype(np.float64)) / size + 1.0
+        corr = np.where(ta, mean_pos[tid] - (idx + 1.0), 0.0)
+        r_a += np.bincount(tg, weights=corr, minlength=n_groups)
+        tgrp = tg[first]
+        tie_term = np.bincount(tgrp, weights=size**3 - size, minlength=n_groups)
+        has_ties[tgrp] = True
+    ok = (n_a > 0) & (n_b > 0)
+    n1, n2 = n_a[ok], n_b[ok]
+    u1 = r_a[ok] - n1 * (n1 + 1) / 2
+    u2 = n1 * n2 - u1
+    u = np.maximum(u1, u2)
+    mu = n1 * n2 / 2
+    nn = n1 + n2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = np.sqrt(n1 * n2 / 12 * ((nn + 1) - tie_term[ok] / (nn * (nn - 1))))
+        z = (u - mu - 0.5) / s
+    pv = np.clip(special.ndtr(-z) * 2, 0.0, 1.0)
+    u_a[ok] = u1
+    p[ok] = pv
+    exact = ok & ((n_a <= 8) | (n_b <= 8)) & ~has_ties
+    for gi in np.flatnonzero(exact):
+        seg = slice(starts[gi], starts[gi] + n_a[gi] + n_b[gi])
+        a = val[seg][is_a[seg]]
+        b = val[seg][~is_a[seg]]
+        res = stats.mannwhitneyu(a.astype(np.float64), b.astype(np.float64))
+        u_a[gi] = float(res.statistic)
+        p[gi] = float(res.pvalue)
+    return GroupedU(u_a, p, n_a, n_b)
+
+
+def mann_whitney_u(a: npt.ArrayLike, b: npt.ArrayLike, *, alpha: float = 0.05) -> MannWhitneyResult:
+    """Mann-Whitney U test of durations ``a`` (A) against ``b`` (B), two-sided (5.4)."""
+    av = np.asarray(a)
+    bv = np.asarray(b)
+    if av.ndim != 1 or bv.ndim != 1 or len(av) == 0 or len(bv) == 0:
+        raise AnalysisError("the U test needs two non-empty 1-D samples")
+    if np.issubdtype(av.dtype, np.integer) and np.issubdtype(bv.dtype, np.integer):
+        res = mann_whitney_grouped(
+            np.concatenate([av, bv]),
+            np.r_[np.zeros(len(av), np.int64), np.ones(len(bv), np.int64)],
+            np.zeros(len(av) + len(bv), np.int64),
+            1,
+        )
+        u_a, pv = float(res.u_a[0]), float(res.pvalue[0])
+    else:
+        r = stats.mannwhitneyu(av.astype(np.float64), bv.astype(np.float64))
+        u_a, pv = float(r.statistic), float(r.pvalue)
+    est = 1.0 - u_a / (len(av) * len(bv))
+    if pv < alpha:
+        verdict = SLOWER if est > 0.5 else FASTER if est < 0.5 else SAME
+    else:
+        verdict = SAME
+    return MannWhitneyResult(u_a, pv, est, verdict, len(av), len(bv))

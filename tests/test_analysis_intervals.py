@@ -1,0 +1,189 @@
+"""Interval engines against scipy, and reproducibility of the random streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from duetbench.analysis import (
+    bootstrap_interval,
+    compare,
+    pair,
+    t_interval,
+    weighted_bootstrap_interval,
+)
+from duetbench.analysis._resample import resample_sums
+from duetbench.analysis.simulate import simulate
+from duetbench.errors import AnalysisError
+
+
+def groups_of(samples: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    values = np.concatenate(samples)
+    group = np.repeat(np.arange(len(samples)), [len(s) for s in samples])
+    return values, group, [f"group={i}" for i in range(len(samples))]
+
+
+def test_t_interval_equals_scipy() -> None:
+    rng = np.random.default_rng(1)
+    samples = [rng.normal(3.0, 2.0, n) for n in (2, 3, 10, 17, 40)]
+    v, g, _ = groups_of(samples)
+    res = t_interval(v[::-1], g[::-1], confidence=0.9)  # order of values must not matter
+    for i, x in enumerate(samples):
+        lo, hi = stats.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+        assert res.low[i] == pytest.approx(lo, rel=1e-12, abs=1e-12)
+        assert res.high[i] == pytest.approx(hi, rel=1e-12, abs=1e-12)
+        assert res.estimate[i] == pytest.approx(x.mean(), rel=1e-14)
+    one = t_interval([1.0, 2.0, 5.0], [0, 1, 1], n_groups=3)
+    assert np.isnan(one.low[0]) and np.isnan(one.low[2])  # 1 value / no value
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_bootstrap_matches_scipy_within_monte_carlo_error(method: str) -> None:
+    """Same run means, 9999 resamples each: the bounds differ only by Monte Carlo noise."""
+    rng = np.random.default_rng(7)
+    samples = [rng.lognormal(0.0, 0.4, n) * 1e6 for n in [10] * 12 + [15] * 6 + [20] * 6]
+    v, g, keys = groups_of(samples)
+    ours = bootstrap_interval(v, g, keys, method=method, resamples=9999, seed=3)  # type: ignore[arg-type]
+    errs = []
+    for i, x in enumerate(samples):
+        ref = stats.bootstrap(
+            (x,), np.mean, method=method, n_resamples=9999, rng=rng
+        ).confidence_interval
+        se = x.std(ddof=1) / np.sqrt(len(x))
+        errs += [(ours.low[i] - ref.low) / se, (ours.high[i] - ref.high) / se]
+    errs = np.asarray(errs)
+    # a bound's Monte Carlo SD is ~0.02-0.05 SE for 9999 resamples; two estimates differ
+    # by ~sqrt(2) of that, and neither is biased against the other
+    assert np.abs(errs).max() < 0.25
+    assert np.abs(errs).mean() < 0.06
+    assert abs(errs.mean()) < 0.03
+
+
+def test_bca_is_asymmetric_like_scipys_on_skewed_data() -> None:
+    x = np.r_[np.ones(12), 2.0, 3.0, 9.0]
+    ours = bootstrap_interval(x, np.zeros(len(x), int), ["k"], method="bca", resamples=20000)
+    ref = stats.bootstrap((x,), np.mean, method="BCa", n_resamples=20000, rng=1).confidence_interval
+    assert ours.high[0] - x.mean() > 2 * (x.mean() - ours.low[0])
+    assert ours.low[0] == pytest.approx(ref.low, rel=0.03)
+    assert ours.high[0] == pytest.approx(ref.high, rel=0.03)
+
+
+def test_studentized_interval_covers_like_t_on_normal_data() -> None:
+    rng = np.random.default_rng(11)
+    samples = [rng.normal(0.0, 1.0, 12) for _ in range(300)]
+    v, g, keys = groups_of(samples)
+    st = bootstrap_interval(v, g, keys, method="studentized", resamples=999)
+    tt = t_interval(v, g, n_groups=len(samples))
+    cover = np.mean((st.low < 0) & (st.high > 0))
+    assert 0.91 <= cover <= 0.99
+    ratio = np.median((st.high - st.low) / (tt.high - tt.low))
+    assert 0.85 < ratio < 1.25
+
+
+def test_resampling_draws_every_value_uniformly() -> None:
+    """The k-sum tables and packed draws reproduce multinomial resampling."""
+    n, b = 20, 200_000
+    for k in (0, 7, 19):
+        d = np.zeros((1, n))
+        d[0, k] = 1.0  # the sum counts how often value k is drawn
+        counts, _ = resample_sums(d, [np.random.default_rng(k)], b)
+        mean, var = counts.mean(), counts.var()
+        assert mean == pytest.approx(1.0, abs=4 * np.sqrt(0.95 / b))  # Binomial(20, 1/20)
+        assert var == pytest.approx(0.95, rel=0.02)
+        freq = np.bincount(counts[0].astype(int), minlength=4)[:4] / b
+        assert freq == pytest.approx(stats.binom.pmf(np.arange(4), n, 1 / n), abs=0.004)
+
+
+def test_same_seed_gives_bit_identical_and_other_seed_different_intervals() -> None:
+    rng = np.random.default_rng(5)
+    samples = [rng.normal(size=n) for n in (8, 12, 12, 30)]
+    v, g, keys = groups_of(samples)
+    for method in ("bca", "percentile", "studentized"):
+        a = bootstrap_interval(v, g, keys, method=method, seed=42)  # type: ignore[arg-type]
+        b = bootstrap_interval(v, g, keys, method=method, seed=42)  # type: ignore[arg-type]
+        c = bootstrap_interval(v, g, keys, method=method, seed=43)  # type: ignore[arg-type]
+        assert np.array_equal(a.low, b.low) and np.array_equal(a.high, b.high)
+        assert np.all(a.low != c.low) and np.all(a.high != c.high)
+
+
+def test_a_groups_interval_does_not_depend_on_the_other_groups() -> None:
+    rng = np.random.default_rng(6)
+    samples = [rng.normal(size=12) for _ in range(5)]
+    v, g, keys = groups_of(samples)
+    full = bootstrap_interval(v, g, keys, method="bca", seed=1)
+    alone = bootstrap_interval(samples[3], np.zeros(12, int), [keys[3]], method="bca", seed=1)
+    assert full.low[3] == alone.low[0] and full.high[3] == alone.high[0]
+
+
+def test_compare_is_reproducible_and_adding_a_benchmark_changes_nothing_else() -> None:
+    df = simulate(benchmarks=4, runs=10, iterations=20, outlier_p=0.02, seed=9)
+    kw = dict(test="diff", interval="bca", resamples=2000)
+    a = compare(df, seed=7, **kw)
+    b = compare(df, seed=7, **kw)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    c = compare(df, seed=8, **kw)
+    assert (a["ci_low"] != c["ci_low"]).all() and (a["ci_high"] != c["ci_high"]).all()
+    extra = simulate(benchmarks=["zzz-new"], runs=10, iterations=20, seed=10)
+    bigger = compare(pd.concat([extra, df], ignore_index=True), seed=7, **kw)
+    bigger = bigger[bigger["benchmark"] != "zzz-new"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, bigger, check_exact=True)
+
+
+def test_weighted_bootstrap_reads_poisson_and_uniform_weights_alike() -> None:
+    rng = np.random.default_rng(12)
+    clusters = np.repeat(np.arange(6), 4)
+    v = rng.normal(size=24) + np.repeat(rng.normal(size=6), 4)
+    g = np.zeros(24, int)
+    p = weighted_bootstrap_interval(v, g, clusters, ["x"], weights="poisson", resamples=20000)
+    u = weighted_bootstrap_interval(v, g, clusters, ["x"], weights="uniform", resamples=20000)
+    # the t reading is close to the cluster-robust (CR1) t interval
+    means = np.array([v[clusters == c].mean() for c in range(6)])
+    cr1 = stats.t.ppf(0.975, 5) * means.std(ddof=1) / np.sqrt(6)
+    for r in (p, u):
+        assert r.estimate[0] == pytest.approx(v.mean())
+        assert (r.high[0] - r.low[0]) / 2 == pytest.approx(cr1, rel=0.06)
+    pp = weighted_bootstrap_interval(v, g, clusters, ["x"], method="percentile", resamples=20000)
+    assert pp.low[0] < v.mean() < pp.high[0]
+    with pytest.raises(AnalysisError):
+        weighted_bootstrap_interval(v, g, clusters, ["x"], method="studentized")  # type: ignore[arg-type]
+
+
+def test_a_single_cluster_or_run_gives_no_interval() -> None:
+    w = weighted_bootstrap_interval([1.0, 2.0, 3.0], [0, 0, 0], ["h", "h", "h"], ["x"])
+    assert np.isnan(w.low[0])
+    b = bootstrap_interval([1.0], [0], ["x"])
+    assert np.isnan(b.low[0])
+    flat = bootstrap_interval([2.0, 2.0, 2.0], [0, 0, 0], ["x"])
+    assert flat.low[0] == flat.high[0] == 2.0
+
+
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_difference_test_matches_scipy_on_the_thesis_run_means(method: str) -> None:
+    """End to end: compare(test="diff", run_stat="mean") against scipy on the run means."""
+    df = simulate(
+        benchmarks=8,
+        methods=("sduet", "aduet"),
+        runs=15,
+        iterations=20,
+        outlier_p=0.02,
+        seed=13,
+        categorical=True,
+    )
+    res = compare(df, test="diff", interval=method, run_stat="mean", resamples=9999, seed=2)
+    p = pair(df)
+    rng = np.random.default_rng(0)
+    errs = []
+    for _, r in res.iterrows():
+        g = p[(p["benchmark"] == r["benchmark"]) & (p["method"] == r["method"])]
+        run_means = (g["b_ns"] - g["a_ns"]).groupby(g["run"]).mean().to_numpy()
+        scale = g.groupby("run")["a_ns"].mean().mean()  # mean d_A over runs
+        ref = stats.bootstrap(
+            (run_means,), np.mean, method=method, n_resamples=9999, rng=rng
+        ).confidence_interval
+        se = run_means.std(ddof=1) / np.sqrt(len(run_means))
+        assert r["change"] * scale == pytest.approx(run_means.mean(), rel=1e-9)
+        errs += [(r["ci_low"] * scale - ref.low) / se, (r["ci_high"] * scale - ref.high) / se]
+    assert np.abs(errs).max() < 0.3
+    assert np.abs(errs).mean() < 0.08
