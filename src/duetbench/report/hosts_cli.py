@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsDirError
-from ..schedule.cluster import host_health
 from ..store import ResultsStore
 
 SCHEMA_ID = "duetbench.hosts/1"
@@ -84,6 +83,8 @@ def hosts_report(root: Path) -> dict[str, Any]:
         counts.setdefault(host, Counter())[status] += 1
         if run.get("start_ns") and run.get("end_ns"):
             intervals.setdefault(host, []).append((run["start_ns"], run["end_ns"], rid))
+    from ..schedule.cluster import host_health  # imported here: `duet --help` stays fast
+
     health = host_health({h: dict(c) for h, c in counts.items() if h not in excluded})
     rows = []
     for host in sorted(set(configs) | set(counts) | set(excluded)):

@@ -1,0 +1,330 @@
+"""`duet report`: the self-contained HTML file in headless Chromium, and the Markdown variant.
+
+The browser is driven through the DevTools protocol over a pipe
+(``--remote-debugging-pipe``: commands on fd 3, replies on fd 4, NUL-terminated JSON),
+so one launch gives JavaScript exceptions and console errors as events, every network
+request, the DOM after the plots are drawn, real render timings and a screenshot.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import ROOT, run_duet
+
+from duetbench.analysis.simulate import simulate
+from duetbench.report.compare_cli import Loaded
+from duetbench.report.evaluate import evaluate
+from duetbench.report.html import ReportOptions, render_html, render_markdown
+
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--window-size=1400,3000",
+]
+
+
+class Browser:
+    """Headless Chromium spoken to over ``--remote-debugging-pipe``."""
+
+    def __init__(self, profile: Path) -> None:
+        to_chrome_r, self._w = os.pipe()
+        self._r, from_chrome_w = os.pipe()
+
+        def wire() -> None:  # in the child: the pipe ends become fds 3 and 4
+            # (moved above 10 first: a pipe end may itself be fd 3 or 4)
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_chrome_r, from_chrome_w)]
+            for target, fd in zip((3, 4), high, strict=True):
+                os.dup2(fd, target)  # inheritable
+                os.close(fd)
+
+        self._log = open(profile.parent / f"{profile.name}-stderr.log", "wb")
+        self.proc = subprocess.Popen(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe"],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            close_fds=False,
+            preexec_fn=wire,
+        )
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buf = b""
+        self._id = 0
+        self.events: list[dict[str, Any]] = []
+        self.session: str | None = None
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer from chromium")
+            ready, _, _ = select.select([self._r], [], [], left)
+            if ready:
+                chunk = os.read(self._r, 1 << 20)
+                if not chunk:
+                    raise RuntimeError(f"chromium closed the pipe (exit {self.proc.poll()})")
+                self._buf += chunk
+        msg, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60) -> Any:
+        self._id += 1
+        msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
+        if self.session and not method.startswith(("Target.", "Browser.")):
+            msg["sessionId"] = self.session
+        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._read(deadline)
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def js(self, expression: str) -> Any:
+        res = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in res:
+            raise RuntimeError(res["exceptionDetails"])
+        return res["result"].get("value")
+
+    def open(self, url: str) -> None:
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        for domain in ("Runtime", "Page", "Network", "Log", "Performance"):
+            self.send(f"{domain}.enable")
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": 3000, "deviceScaleFactor": 1, "mobile": False},
+        )
+        self.send("Page.navigate", {"url": url})
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=10)
+        except (RuntimeError, TimeoutError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._log.close()
+
+    def metrics(self) -> dict[str, float]:
+        """The renderer's counters (``Performance.getMetrics``): CPU and task times in s."""
+        return {m["name"]: m["value"] for m in self.send("Performance.getMetrics")["metrics"]}
+
+    def errors(self) -> list[str]:
+        """JavaScript exceptions, console errors and error log entries seen so far."""
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                d = p.get("exceptionDetails", {})
+                out.append(
+                    f"exception: {d.get('exception', {}).get('description') or d.get('text')}"
+                )
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(
+                    "console: "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
+        return out
+
+    def requests(self) -> list[str]:
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
+
+
+DOM_SUMMARY = """JSON.stringify((() => {
+  const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
+  return {
+    figs: window.__duetFigs ? window.__duetFigs.length : -1,
+    plots: plots.length,
+    main_svgs: document.querySelectorAll('.js-plotly-plot .main-svg').length,
+    without_svg: plots.filter(p => !p.querySelector('.main-svg')).length,
+    without_traces: plots.filter(p => p.querySelectorAll('.trace').length === 0).map(p => p.id),
+    titled: plots.filter(p => (p.querySelector('.gtitle') || {}).textContent).length,
+    drawn: document.body.getAttribute('data-plots'),
+    plot_errors: document.body.getAttribute('data-plot-errors'),
+    rendered_ms: Number(document.body.getAttribute('data-rendered-ms')),
+    sections: Array.from(document.querySelectorAll('main > section')).map(s => s.id),
+    first_table: (document.querySelector('main section table') || {}).className,
+  };
+})())"""
+
+
+def load_in_chromium(html: Path, tmp: Path, shot: str) -> dict[str, Any]:
+    """Open ``html``; wait until every plot is drawn; return the DOM summary and timings."""
+    browser = Browser(tmp / f"profile-{shot}")
+    try:
+        t0 = time.monotonic()
+        browser.open(html.resolve().as_uri())
+        deadline = time.monotonic() + 90
+        while True:
+            if browser.js("document.body && document.body.getAttribute('data-rendered-ms')"):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"plots never finished drawing; errors: {browser.errors()}")
+            time.sleep(0.05)
+        wall = time.monotonic() - t0
+        summary = json.loads(browser.js(DOM_SUMMARY))
+        summary["wall_s"] = wall
+        m = browser.metrics()
+        # CPU time of the page's main thread: what the render costs on an idle machine
+        summary["main_thread_cpu_s"] = m.get("ThreadTime")
+        summary["script_s"] = m.get("ScriptDuration")
+        ARTIFACTS.mkdir(exist_ok=True)
+        png = browser.send("Page.captureScreenshot", {"format": "png"})["data"]
+        (ARTIFACTS / f"{shot}.png").write_bytes(base64.b64decode(png))
+        height = browser.js("document.documentElement.scrollHeight")
+        full = browser.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": 1400, "height": height, "scale": 1},
+            },
+        )["data"]
+        (ARTIFACTS / f"{shot}-full.png").write_bytes(base64.b64decode(full))
+        summary["errors"] = browser.errors()
+        summary["requests"] = browser.requests()
+        return summary
+    finally:
+        browser.close()
+
+
+def check_rendered(s: dict[str, Any]) -> None:
+    assert s["errors"] == [], s["errors"]
+    remote = [u for u in s["requests"] if not u.startswith(("file:", "data:", "about:", "blob:"))]
+    assert remote == [], f"the report fetched {remote}"
+    assert s["figs"] > 0 and s["plots"] == s["figs"] and s["drawn"] == str(s["figs"])
+    assert s["plot_errors"] == "0"
+    assert s["without_svg"] == 0 and s["main_svgs"] >= s["plots"]
+    assert s["without_traces"] == [], s["without_traces"]
+    assert s["titled"] == s["plots"]  # every plot has a title
+
+
+def test_quickstart_report_is_offline_small_and_renders(quickstart_results, tmp_path) -> None:
+    out = tmp_path / "report.html"
+    t = time.monotonic()
+    r = run_duet("report", str(quickstart_results), "-o", str(out))
+    build_s = time.monotonic() - t
+    assert r.returncode == 0, r.stderr
+    text = out.read_text(encoding="utf-8")
+    size = out.stat().st_size
+    assert size < 10e6
+    # self-contained: Plotly inline, nothing loaded from elsewhere
+    assert "Plotly.newPlot" in text and "plotly.js v" in text
+    assert not re.search(r"<script[^>]+src=|<link[^>]+href=|@import|url\(\s*['\"]?https?:", text)
+    s = load_in_chromium(out, tmp_path, "report-quickstart")
+    check_rendered(s)
+    assert s["sections"][0] == "verdicts" and s["first_table"] == "verdicts"
+    for sec in (
+        "intervals",
+        "timelines",
+        "distributions",
+        "mds",
+        "overlap",
+        "speedup",
+        "accuracy",
+        "hosts",
+    ):
+        assert sec in s["sections"]
+    timing = {
+        "report_bytes": size,
+        "build_s": round(build_s, 2),
+        "render_ms_in_page": s["rendered_ms"],
+        "navigate_to_drawn_s": round(s["wall_s"], 2),
+        "main_thread_cpu_s": round(s["main_thread_cpu_s"] or -1, 2),
+        "script_s": round(s["script_s"] or -1, 2),
+        "load_average_1min": round(os.getloadavg()[0], 1),
+        "cpus": os.cpu_count(),
+        "plots": s["plots"],
+    }
+    (ARTIFACTS / "report-timing.json").write_text(json.dumps(timing, indent=2) + "\n")
+    print(f"\nHTML report of the quickstart: {timing}")
+    # generous: the target is < 5 s on a normal machine (docs/performance.md)
+    assert s["wall_s"] < 60
+
+
+def test_report_of_a_multi_host_table_renders(tmp_path) -> None:
+    """Another shape: 11 benchmarks on 2 hosts, no process lifetimes, no config warm-up."""
+    df = simulate(benchmarks=11, hosts=2, runs=3, iterations=8, seed=4).drop(
+        columns=["proc_start_ns", "proc_end_ns"]
+    )
+    ev = evaluate(df, aa=True, slowdowns=[0.0, 0.05, 0.1], shuffles=2)
+    loaded = Loaded(df, "simulated", "sim", 0)
+    html = render_html(ev, loaded, ReportOptions(timeline_runs=1, timeline_iterations=5))
+    out = tmp_path / "multi.html"
+    out.write_text(html, encoding="utf-8")
+    s = load_in_chromium(out, tmp_path, "report-multi-host")
+    check_rendered(s)
+    # one timeline and one distribution per benchmark and host
+    assert html.count(": iterations of A and B over time") == 22
+    assert "bench000 @host1" in html
+
+
+def test_markdown_report(quickstart_results) -> None:
+    r = run_duet("report", str(quickstart_results), "--format", "markdown")
+    assert r.returncode == 0, r.stderr
+    md = r.stdout
+    assert md.startswith("## duetbench report: quickstart")
+    assert "| benchmark | method | mean A | mean B | change | CI | p (U) | runs | verdict |" in md
+    for part in (
+        "### Runtime speedup over seqn",
+        "### Relative CI width and verdict of every test",
+        "### A/A: benchmarks judged same (arith-aa)",
+        "### Minimal detectable slowdown",
+        "Relative overlap time of aduet runs",
+        "Shuffle check",
+    ):
+        assert part in md
+    assert md.count("| arith-aa | seqn |") >= 2 and "<script" not in md
+
+
+def test_markdown_of_a_table_without_duets() -> None:
+    df = simulate(benchmarks=2, methods=("seqn",), runs=4, iterations=5, seed=2)
+    ev = evaluate(df, slowdowns=[0.0, 0.1], shuffles=2)
+    md = render_markdown(ev, Loaded(df, "t.csv", None, 0))
+    assert "Runtime speedup" not in md and "overlap" not in md
+    assert "| bench000 | seqn |" in md
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _chromium_present() -> None:
+    assert Path(CHROMIUM).exists(), "the report tests need chromium (CI installs it)"
