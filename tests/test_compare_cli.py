@@ -56,7 +56,10 @@ def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
         (b, m) for b in ("arith-aa", "arith-ab") for m in ("seqn", "aduet", "sduet")
     }
     for row in doc["rows"]:
-        assert row["runs"] == 5 and row["pairs"] > 0
+        # 5 runs each; an aduet run may lose every pair above m = 0.4 on a loaded machine
+        assert (row["runs"] == 5 or row["method"] == "aduet" and row["runs"] >= 3) and row[
+            "pairs"
+        ] > 0, row
         assert row["ci_low"] <= row["change"] <= row["ci_high"]
     md = run_duet(
         "compare", str(quickstart_results), "--format", "markdown", "-o", str(tmp_path / "s.md")
@@ -149,3 +152,15 @@ def test_bad_table_is_a_clear_error(tmp_path):
     assert r.returncode == 2 and "missing column" in r.stderr and "bad.csv" in r.stderr
     r = run_duet("compare", str(tmp_path / "nothere"))
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_runs_without_pairs_are_reported():
+    from duetbench.report.compare_cli import lost_run_notes
+
+    table = pd.DataFrame(
+        {"suite": ["s"] * 4, "benchmark": ["b"] * 4, "method": ["aduet"] * 4, "run": [0, 1, 2, 3]}
+    )
+    rows = pd.DataFrame([{"suite": "s", "benchmark": "b", "method": "aduet", "runs": 3}])
+    (note,) = lost_run_notes(rows, table, 0.4)
+    assert "1 of 4 runs" in note and "m = 0.4" in note
+    assert lost_run_notes(rows.assign(runs=4), table, 0.4) == []

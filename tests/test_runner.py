@@ -362,3 +362,19 @@ benchmarks:
     r = run_duet("run", str(bad), "-o", str(tmp_path / "res2"), "--no-compare")
     assert r.returncode == 2 and "exited with 3" in r.stderr and "cannot build" in r.stderr
     assert not (tmp_path / "res2").exists()
+
+
+def test_builtin_harness_commands_do_not_see_the_sync_dir(tmp_path):
+    """The built-in harness syncs itself; a command that syncs too would break the alignment."""
+    cfg = small_config(tmp_path, """
+  repetitions: {sduet: 1}
+benchmarks:
+  s:
+    iterations: 2
+    command: sh -c 'test -z "$DUET_SYNC_DIR" && test -n "$DUET_PAIR"'
+""")
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    run = json.loads((tmp_path / "res" / "t" / "runs" / "s.sduet.000" / "run.json").read_text())
+    assert run["status"] == "ok", run["message"]
+    assert run["sync"]["go_count"] == 2

@@ -251,8 +251,14 @@ def _builtin(
     if spec.get("sync"):
         from duetbench import sync
 
+        sync_env = dict(env)
+
         def sync_wait() -> None:
-            sync.wait(env)
+            sync.wait(sync_env)
+
+        # the built-in harness does the handshake itself: a command that would sync too
+        # (e.g. examples/workloads/workload) must not see the sync directory
+        env = {k: v for k, v in env.items() if k != "DUET_SYNC_DIR"}
 
     peer_done = Path(spec["peer_done_file"]) if spec.get("peer_done_file") else None
     busy = bool(spec.get("busy_shorter_side")) and peer_done is not None

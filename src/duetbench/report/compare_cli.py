@@ -135,6 +135,38 @@ def run_compare(loaded: Loaded, args: argparse.Namespace) -> pd.DataFrame:
     return rows
 
 
+def lost_run_notes(rows: pd.DataFrame, table: pd.DataFrame, min_overlap: float) -> list[str]:
+    """Runs that contributed no pair (aduet: no overlap above m) are left out of a test: say so."""
+    if table.empty or rows.empty:
+        return []
+    keys = [k for k in ("suite", "benchmark", "method") if k in table.columns and k in rows.columns]
+    have = table.groupby(keys, observed=True)["run"].nunique()
+    notes = []
+    for r in rows.to_dict("records"):
+        total = (
+            int(have.get(tuple(r[k] for k in keys), 0))
+            if len(keys) > 1
+            else int(have.get(r[keys[0]], 0))
+        )
+        used = int(r.get("runs") or 0)
+        if total and used < total:
+            why = (
+                f"had no iteration pair overlapping by more than m = {min_overlap:g}"
+                if r["method"] == "aduet"
+                else "had no pair of iterations"
+            )
+            hint = (
+                " (lower --min-overlap, or check that A's and B's iterations are of similar length)"
+                if r["method"] == "aduet"
+                else ""
+            )
+            notes.append(
+                f"{r['benchmark']} {r['method']}: {total - used} of {total} runs {why} and were "
+                f"left out{hint}"
+            )
+    return notes
+
+
 def _num(x: Any) -> float | int | None:
     if x is None:
         return None
@@ -197,6 +229,7 @@ def to_json_doc(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace) ->
         },
         "problems": list(loaded.problems),
         "excluded": loaded.excluded,
+        "notes": lost_run_notes(rows, loaded.table, args.min_overlap),
     }
 
 
@@ -298,6 +331,8 @@ def render_terminal(
         console.print(
             f"[cyan]runs span several hosts: intervals resample {', '.join(clustered)}s (clustered bootstrap)[/]"
         )
+    for note in lost_run_notes(rows, loaded.table, args.min_overlap):
+        console.print(f"[yellow]note:[/] {note}")
     _print_problems(console, loaded)
 
 
