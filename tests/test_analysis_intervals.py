@@ -82,6 +82,17 @@ def test_studentized_interval_covers_like_t_on_normal_data() -> None:
     assert 0.85 < ratio < 1.25
 
 
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 21, 95, 300])
+def test_bootstrap_of_any_group_size_spreads_like_the_standard_error(n: int) -> None:
+    """Every table layout (k = 3, 2, 1 values per draw, with or without remainder)."""
+    x = np.random.default_rng(n).normal(size=n)
+    sums, _ = resample_sums((x - x.mean())[None, :], [np.random.default_rng(1)], 20000)
+    sd_boot = (sums / n).std()
+    assert sd_boot == pytest.approx(x.std() / np.sqrt(n), rel=0.03)
+    ci = bootstrap_interval(x, np.zeros(n, int), ["k"], method="percentile", resamples=999)
+    assert ci.low[0] < x.mean() < ci.high[0]
+
+
 def test_resampling_draws_every_value_uniformly() -> None:
     """The k-sum tables and packed draws reproduce multinomial resampling."""
     n, b = 20, 200_000

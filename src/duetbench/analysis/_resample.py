@@ -31,12 +31,13 @@ import numpy as np
 _TABLE_LIMIT = 8192  # entries of a k-sum table (64 KiB of float64)
 _BITS_PER_DOUBLE = 39.0  # leaves >= 14 bits of slack for the last index of a double
 _SHRINK = 1.0 - 2.0**-44  # keeps floor(u * m) < m under rounding
+_BLOCK = 32
 
 
 def table_order(n: int) -> int:
     """How many values one table draw sums (k) for groups of ``n`` values."""
     for k in (3, 2):
-        if n**k <= _TABLE_LIMIT:
+        if k <= n and n**k <= _TABLE_LIMIT:
             return k
     return 1
 
@@ -47,15 +48,20 @@ def _per_double(m: int) -> int:
     return max(1, int(_BITS_PER_DOUBLE // math.log2(m)))
 
 
-def _ksum_table(d: np.ndarray, k: int) -> np.ndarray:
-    """(G, n**k) table of ordered k-sums of the rows of ``d`` (G, n)."""
+def _ksum_table(d: np.ndarray, k: int, out: np.ndarray | None = None) -> np.ndarray:
+    """(G, n**k) table of ordered k-sums of the rows of ``d`` (G, n).
+
+    Entry ``i1 * n**(k-1) + ... + ik`` is ``((d[i1] + d[i2]) + ...) + d[ik]``.
+    """
     g, n = d.shape
-    if k == 0:
-        return np.zeros((g, 1))
-    t = d
-    for _ in range(k - 1):
-        t = (t[:, :, None] + d[:, None, :]).reshape(g, -1)
-    return t
+    if out is None:
+        out = np.empty((g, n**k))
+    if k == 1:
+        out[:] = d
+        return out
+    prev = _ksum_table(d, k - 1)
+    np.add(prev[:, :, None], d[:, None, :], out=out.reshape(g, n ** (k - 1), n))
+    return out
 
 
 class _Stream:
@@ -109,36 +115,40 @@ def resample_sums(
         return sums, sq
     k = table_order(n)
     q, r = divmod(n, k)
-    block = 64
+    block = _BLOCK  # groups per block: tables (64 KiB each for n = 20) stay cache-sized
     main = _Stream(b * q, n**k)
     rest = _Stream(b, n**r, groups=block) if r else None
     u = np.empty((block, main.doubles + (rest.doubles if rest else 0)))
+    n_stats = 2 if squares else 1
+    buf_k = [np.empty((block, n**k)) for _ in range(n_stats)]
+    buf_r = [np.empty((block, n**r)) for _ in range(n_stats)] if r else None
     for g0 in range(0, g_total, block):
         g1 = min(g_total, g0 + block)
         gb = g1 - g0
-        tabs = [_tables(d[g0:g1], k, r)]
-        if squares:
-            tabs.append(_tables(d[g0:g1] ** 2, k, r))
+        rows = [d[g0:g1]] + ([d[g0:g1] ** 2] if squares else [])
+        # per statistic: the k-sum tables, the r-sum tables and the output rows
+        tabs = [
+            (
+                _ksum_table(x, k, buf_k[s][:gb]),
+                _ksum_table(x, r, buf_r[s][:gb]) if buf_r is not None else None,
+            )
+            for s, x in enumerate(rows)
+        ]
         outs = [sums] + ([sq] if squares else [])  # type: ignore[list-item]
         for i in range(gb):
             generators[g0 + i].random(out=u[i])
         # the short remainder streams of the block are decoded together
-        idx_rest = rest.indices(u[:gb, main.doubles :]) + main.m if rest else None
+        idx_rest = rest.indices(u[:gb, main.doubles :]) if rest else None
         for i in range(gb):
             g = g0 + i
             idx = main.indices(u[i : i + 1, : main.doubles]).reshape(q, b)
-            for tab_block, out in zip(tabs, outs, strict=True):
-                tab = tab_block[i]
+            for (t_k, t_r), out in zip(tabs, outs, strict=True):
+                vals = t_k[i][idx]
                 acc = out[g]
-                # rows added in order: ((v0 + v1) + v2) + ..., the same for any block
-                np.sum(tab[idx], axis=0, out=acc)
-                if idx_rest is not None:
-                    acc += tab[idx_rest[i]]
+                # rows added in order: ((v0 + v1) + v2) + ..., whatever the block
+                np.copyto(acc, vals[0])
+                for j in range(1, q):
+                    acc += vals[j]
+                if idx_rest is not None and t_r is not None:
+                    acc += t_r[i][idx_rest[i]]
     return sums, sq
-
-
-def _tables(d: np.ndarray, k: int, r: int) -> np.ndarray:
-    """(G, n**k + n**r): the k-sum table followed by the r-sum table of every row."""
-    if r:
-        return np.concatenate([_ksum_table(d, k), _ksum_table(d, r)], axis=1)
-    return _ksum_table(d, k)

@@ -77,27 +77,39 @@ class Segments:
     uniques: dict[str, pd.Index]  # per column: the sorted distinct values
 
 
+def _values_at(col: pd.Series, pos: np.ndarray) -> object:
+    """Values of ``col`` at positions ``pos``: few of them one by one (cheaper than a
+    take on a chunked Arrow column), many with a take."""
+    if isinstance(col.dtype, np.dtype):
+        return col.to_numpy()[pos]
+    if len(pos) <= 256:
+        return pd.array([col.iat[int(i)] for i in pos], dtype=col.dtype)
+    return col.array.take(pos)
+
+
 def segments(df: pd.DataFrame, columns: Sequence[str]) -> Segments:
     """Run-length split of ``df`` on ``columns`` and the columns' codes per stretch."""
     n = len(df)
     boundary = np.zeros(n, dtype=bool)
-    if n:
-        boundary[0] = True
+    changes: dict[str, np.ndarray] = {}
     for c in columns:
+        ne = np.zeros(n, dtype=bool)
+        if n:
+            ne[0] = True
         if n > 1:
-            boundary[1:] |= _adjacent_differs(df[c])
+            ne[1:] = _adjacent_differs(df[c])
+        changes[c] = ne
+        boundary |= ne
     starts = np.flatnonzero(boundary)
     seg_id = np.cumsum(boundary) - 1
     codes: dict[str, np.ndarray] = {}
     uniques: dict[str, pd.Index] = {}
     for c in columns:
-        col = df[c]
-        if isinstance(col.dtype, np.dtype):
-            vals = col.to_numpy()[starts]
-        else:
-            vals = col.array.take(starts) if len(starts) else col.array[:0]
-        code, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
-        codes[c] = np.asarray(code, dtype=np.int64)
+        # the column's own stretches: usually far fewer than the combined ones
+        own = np.flatnonzero(changes[c])
+        code, uniq = pd.factorize(_values_at(df[c], own), sort=True, use_na_sentinel=False)
+        code = np.asarray(code, dtype=np.int64)
+        codes[c] = code[np.searchsorted(own, starts, side="right") - 1] if n else code
         uniques[c] = pd.Index(uniq)
     return Segments(seg_id, starts, codes, uniques)
 

@@ -156,32 +156,31 @@ def t_interval(
     return GroupIntervals(mean, low, high, counts, "t", c)
 
 
-def _quantiles(rows: np.ndarray, levels: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Linear-interpolation quantiles (numpy's default method) of each row.
+def _sorted_quantiles(rows: np.ndarray, levels: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Linear-interpolation quantiles (numpy's default method) of sorted rows.
 
     ``levels`` is (G, L); ``valid`` (G,) is how many leading entries of a row count.
-    The leading ``valid`` entries of every row are sorted in place (numpy's SIMD
-    sort is faster than ``np.partition`` around several ranks).
     """
-    g_n, n_lev = levels.shape
-    out = np.full((g_n, n_lev), np.nan)
     pos = levels * (valid[:, None] - 1)
+    last = np.maximum(valid[:, None] - 1, 0)
     with np.errstate(invalid="ignore"):
         lo = np.floor(np.nan_to_num(pos, nan=0.0)).astype(np.int64)
-    for i in range(g_n):
-        nv = int(valid[i])
-        if nv == 0:
-            continue
-        lo_i = np.clip(lo[i], 0, nv - 1)
-        hi_i = np.minimum(lo_i + 1, nv - 1)
-        row = rows[i, :nv]
-        row.sort()
-        a, b = row[lo_i], row[hi_i]
-        frac = pos[i] - lo_i
-        with np.errstate(invalid="ignore"):
-            out[i] = a + frac * (b - a)
-    out[np.isnan(levels)] = np.nan
+    lo = np.clip(lo, 0, last)
+    hi = np.minimum(lo + 1, last)
+    a = np.take_along_axis(rows, lo, axis=1)
+    b = np.take_along_axis(rows, hi, axis=1)
+    with np.errstate(invalid="ignore"):
+        out = np.where(a == b, a, a + (pos - lo) * (b - a))  # a == b: also +-inf
+    out[np.isnan(levels) | (valid[:, None] == 0)] = np.nan
     return out
+
+
+def _quantiles(rows: np.ndarray, levels: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """As :func:`_sorted_quantiles`; sorts the leading ``valid`` entries of each row
+    in place first."""
+    for i in range(len(rows)):
+        rows[i, : int(valid[i])].sort()
+    return _sorted_quantiles(rows, levels, valid)
 
 
 def _bca_levels(z0: np.ndarray, accel: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -256,29 +255,36 @@ def bootstrap_interval(
         target = d.sum(axis=1)  # the estimate, as a sum of centered values
         gens = [group_generator(seed, keys[i], _PURPOSE) for i in gi]
         sums, sq = resample_sums(d, gens, b, squares=(method == "studentized"))
-        sums -= target[:, None]  # replicate minus estimate (times n)
+        full = np.full(len(gi), b)
         if method == "studentized":
             with np.errstate(invalid="ignore", divide="ignore"):
-                r = sums + target[:, None]
-                var = (sq - r * r / n) / (n - 1)  # type: ignore[operator]
+                var = (sq - sums * sums / n) / (n - 1)  # type: ignore[operator]
                 se_b = np.sqrt(np.maximum(var, 0.0) / n)
-                tstar = (sums / n) / se_b
-            tstar = np.where((se_b == 0) & (sums == 0), 0.0, tstar)
+                diff = sums - target[:, None]  # n * (replicate - estimate)
+                tstar = np.where((se_b == 0) & (diff == 0), 0.0, (diff / n) / se_b)
             s = x.std(axis=1, ddof=1) / np.sqrt(n)
             levels = np.tile([alpha, 1.0 - alpha], (len(gi), 1))
-            qt = _quantiles(tstar, levels, np.full(len(gi), b))
+            qt = _quantiles(tstar, levels, full)
             lo_dev = -qt[:, 1] * s
             hi_dev = -qt[:, 0] * s
         else:
-            reps = sums / n
+            # quantiles of the replicate sums, turned into deviations of the mean at the end
+            sums.sort(axis=1)
             if method == "bca":
-                z0 = _z0(reps, np.full(len(gi), b))
+                below = np.array(
+                    [
+                        np.searchsorted(row, t, side="left") + np.searchsorted(row, t, side="right")
+                        for row, t in zip(sums, target, strict=True)
+                    ]
+                )
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    z0 = special.ndtri(below / (2.0 * b))
                 accel = _acceleration(x - mean[gi][:, None])
                 a1, a2 = _bca_levels(z0, accel, alpha)
                 levels = np.stack([a1, a2], axis=1)
             else:
                 levels = np.tile([alpha, 1.0 - alpha], (len(gi), 1))
-            qv = _quantiles(reps, levels, np.full(len(gi), b))
+            qv = (_sorted_quantiles(sums, levels, full) - target[:, None]) / n
             lo_dev, hi_dev = qv[:, 0], qv[:, 1]
         flat = np.all(d == 0, axis=1)
         lo_dev = np.where(flat, 0.0, lo_dev)

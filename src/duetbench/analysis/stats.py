@@ -117,25 +117,6 @@ class GroupedU:
             return 1.0 - self.u_a / (self.n_a * self.n_b)
 
 
-def _sorted_keys(
-    dur: np.ndarray, side: np.ndarray, g: np.ndarray, n_groups: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Combined samples sorted by (group, duration): (group, 2 * duration + side, start)."""
-    counts = np.bincount(g, minlength=n_groups).astype(np.int64)
-    starts = np.cumsum(counts) - counts
-    span = 2 * (int(dur.max()) + 1)
-    if n_groups * span < 2**62:
-        key = g * span + dur * 2 + side
-        key.sort()
-        gg = key // span
-        return gg, key - gg * span, starts
-    key = dur * 2 + side
-    order = np.argsort(g, kind="stable")
-    key, gg = key[order], g[order]
-    nz = counts > 0
-    return gg, sort_segments(key, starts[nz], counts[nz]), starts
-
-
 def mann_whitney_grouped(
     durations: np.ndarray, side: np.ndarray, group: np.ndarray, n_groups: int
 ) -> GroupedU:
@@ -150,23 +131,41 @@ def mann_whitney_grouped(
     dur = np.asarray(durations, dtype=np.int64)
     sd = np.asarray(side, dtype=np.int64)
     g = np.asarray(group, dtype=np.int64)
-    n_a = np.bincount(g, weights=(sd == 0), minlength=n_groups).astype(np.int64)
-    n_b = np.bincount(g, minlength=n_groups).astype(np.int64) - n_a
+    counts = np.bincount(g, minlength=n_groups).astype(np.int64)
+    n_a = np.bincount(g[sd == 0], minlength=n_groups).astype(np.int64)
+    n_b = counts - n_a
+    starts = np.cumsum(counts) - counts
     u_a = np.full(n_groups, np.nan)
     p = np.full(n_groups, np.nan)
     if len(dur) == 0:
         return GroupedU(u_a, p, n_a, n_b)
     if dur.min() < 0:
         raise AnalysisError("durations must not be negative")
-    gg, key, starts = _sorted_keys(dur, sd, g, n_groups)
+    # one sort of (group, duration, side) keys puts every group's sample in order
+    span = 2 * (int(dur.max()) + 1)
+    if n_groups * span < 2**62:
+        key = g * span
+        key += dur * 2
+        key += sd
+        key.sort()
+    else:  # pragma: no cover - durations beyond 2**62 / groups ns
+        order = np.argsort(g, kind="stable")
+        nz = counts > 0
+        key = sort_segments((dur * 2 + sd)[order], starts[nz], counts[nz])
     n = len(key)
     is_a = (key & 1) == 0
-    val = key >> 1
-    # rank sum of A with plain positions, then corrected where values tie
-    rank = np.arange(1, n + 1, dtype=np.float64)
-    r_a = np.bincount(gg, weights=np.where(is_a, rank, 0.0), minlength=n_groups)
-    r_a -= n_a * starts  # positions are global: make them 1-based within the group
-    tie = (val[1:] == val[:-1]) & (gg[1:] == gg[:-1])
+    tied_key = key >> 1  # (group, duration): equal only within a group
+    # rank sum of A with plain positions (1-based within the group), then tie fixes
+    nz = counts > 0
+    pos_a = np.where(is_a, np.arange(1, n + 1, dtype=np.float64), 0.0)
+    r_a = np.zeros(n_groups)
+    r_a[nz] = np.add.reduceat(pos_a, starts[nz])
+    r_a -= n_a * starts
+    tie = tied_key[1:] == tied_key[:-1]
+    if not n_groups * span < 2**62:  # pragma: no cover - keys without the group
+        edge = np.zeros(n + 1, dtype=bool)
+        edge[np.cumsum(counts)] = True
+        tie &= ~edge[1:n]
     tie_term = np.zeros(n_groups)
     has_ties = np.zeros(n_groups, dtype=bool)
     if tie.any():
@@ -174,8 +173,9 @@ def mann_whitney_grouped(
         in_tie[1:] |= tie
         in_tie[:-1] |= tie
         idx = np.flatnonzero(in_tie)
-        tv, tg, ta = val[idx], gg[idx], is_a[idx]
-        first = np.r_[True, (tv[1:] != tv[:-1]) | (tg[1:] != tg[:-1])]
+        tk, ta = tied_key[idx], is_a[idx]
+        tg = np.searchsorted(np.cumsum(counts), idx, side="right")  # group of each position
+        first = np.r_[True, tk[1:] != tk[:-1]]
         tid = np.cumsum(first) - 1
         size = np.bincount(tid).astype(np.float64)
         mean_pos = np.bincount(tid, weights=idx.astype(np.float64)) / size + 1.0
@@ -199,9 +199,10 @@ def mann_whitney_grouped(
     p[ok] = pv
     exact = ok & ((n_a <= 8) | (n_b <= 8)) & ~has_ties
     for gi in np.flatnonzero(exact):
-        seg = slice(starts[gi], starts[gi] + n_a[gi] + n_b[gi])
-        a = val[seg][is_a[seg]]
-        b = val[seg][~is_a[seg]]
+        seg = slice(starts[gi], starts[gi] + counts[gi])
+        vals = (key[seg] >> 1) % (span // 2)
+        a = vals[is_a[seg]]
+        b = vals[~is_a[seg]]
         res = stats.mannwhitneyu(a.astype(np.float64), b.astype(np.float64))
         u_a[gi] = float(res.statistic)
         p[gi] = float(res.pvalue)
