@@ -257,7 +257,9 @@ benchmarks:
 
 
 def test_results_may_name_the_side_directory(tmp_path):
-    cfg = small_config(tmp_path, """
+    cfg = small_config(
+        tmp_path,
+        """
   repetitions: {aduet: 1}
 benchmarks:
   ext:
@@ -265,7 +267,8 @@ benchmarks:
     workdir: .
     command: "printf 'start_ns,end_ns\\n1,2\\n' > $DUET_OUTPUT_DIR/r.csv"
     results: [$DUET_OUTPUT_DIR/r.csv]
-""")
+""",
+    )
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
     run = json.loads((tmp_path / "res" / "t" / "runs" / "ext.aduet.000" / "run.json").read_text())
@@ -339,7 +342,9 @@ benchmarks:
 
 
 def test_experiment_setup_runs_first_and_its_failure_stops_everything(tmp_path):
-    cfg = small_config(tmp_path, """
+    cfg = small_config(
+        tmp_path,
+        """
   repetitions: {aduet: 1}
   setup: "echo built > built.txt"
   teardown: "echo gone > torn.txt"
@@ -348,17 +353,24 @@ benchmarks:
     iterations: 1
     workdir: .
     command: cat built.txt
-""")
+""",
+    )
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
-    run = json.loads((tmp_path / "res" / "t" / "runs" / "uses-setup.aduet.000" / "run.json").read_text())
+    run = json.loads(
+        (tmp_path / "res" / "t" / "runs" / "uses-setup.aduet.000" / "run.json").read_text()
+    )
     assert run["status"] == "ok" and (tmp_path / "torn.txt").exists()
-    bad = small_config(tmp_path, """
+    bad = small_config(
+        tmp_path,
+        """
   repetitions: {aduet: 1}
   setup: "echo cannot build; exit 3"
 benchmarks:
   x: {command: "true"}
-""", name="bad")
+""",
+        name="bad",
+    )
     r = run_duet("run", str(bad), "-o", str(tmp_path / "res2"), "--no-compare")
     assert r.returncode == 2 and "exited with 3" in r.stderr and "cannot build" in r.stderr
     assert not (tmp_path / "res2").exists()
@@ -366,13 +378,16 @@ benchmarks:
 
 def test_builtin_harness_commands_do_not_see_the_sync_dir(tmp_path):
     """The built-in harness syncs itself; a command that syncs too would break the alignment."""
-    cfg = small_config(tmp_path, """
+    cfg = small_config(
+        tmp_path,
+        """
   repetitions: {sduet: 1}
 benchmarks:
   s:
     iterations: 2
     command: sh -c 'test -z "$DUET_SYNC_DIR" && test -n "$DUET_PAIR"'
-""")
+""",
+    )
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
     run = json.loads((tmp_path / "res" / "t" / "runs" / "s.sduet.000" / "run.json").read_text())
