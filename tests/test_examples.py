@@ -134,7 +134,7 @@ def test_pyperf_podman_example_runs(tmp_path: Path) -> None:
     default = shutil.which("python3")
     assert default is not None
     prefix_b = subprocess.run(
-        [default, "-c", "import sys; print(sys.prefix)"],
+        [default, "-c", "import sys; print(sys.base_prefix)"],
         capture_output=True,
         text=True,
         check=True,

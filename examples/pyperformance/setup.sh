@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")"
 
 resolve() {  # the real executable behind a command name (pyenv shims exec it)
-    "$1" -c 'import sys; print(sys.executable)'
+    "$1" -c 'import os, sys; print(os.path.realpath(sys.executable))'
 }
 
 python_a=$(resolve "${PYTHON_A:-/usr/bin/python3}")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import __version__
 from . import formatting as fmt
+from .compare_cli import HEADERS as VERDICT_HEADERS
 from .compare_cli import Loaded
 from .evaluate import Evaluation
 
@@ -78,6 +79,17 @@ class ReportOptions:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _grouped_percent_bars(title: str, xtitle: str, ytitle: str, legend: str) -> dict[str, Any]:
+    """The layout of a grouped bar chart of percentages starting at zero."""
+    return {
+        "title": {"text": title},
+        "barmode": "group",
+        "xaxis": {"title": {"text": xtitle}, "automargin": True},
+        "yaxis": {"title": {"text": ytitle}, "ticksuffix": " %", "rangemode": "tozero"},
+        "legend": {"title": {"text": legend}},
+    }
 
 
 def _esc(x: Any) -> str:
@@ -215,24 +227,7 @@ def _verdicts_section(page: _Page, ev: Evaluation) -> None:
                 _verdict_html(r["verdict"]),
             ]
         )
-    page.add(
-        _table(
-            [
-                "benchmark",
-                "method",
-                "mean A",
-                "mean B",
-                "change",
-                "CI",
-                "p (U)",
-                "runs",
-                "pairs",
-                "verdict",
-            ],
-            rows,
-            cls="verdicts",
-        )
-    )
+    page.add(_table(list(VERDICT_HEADERS), rows, cls="verdicts"))
     counts = ev.verdicts["verdict"].value_counts().to_dict() if not ev.verdicts.empty else {}
     summary = ", ".join(f"{n} {_esc(v)}" for v, n in sorted(counts.items()))
     if summary:
@@ -902,17 +897,12 @@ def _accuracy_section(page: _Page, ev: Evaluation) -> None:
         page.figure(
             {
                 "data": data,
-                "layout": {
-                    "title": {"text": "Coefficient of variation of iteration times"},
-                    "barmode": "group",
-                    "xaxis": {"title": {"text": "benchmark / method"}, "automargin": True},
-                    "yaxis": {
-                        "title": {"text": "CV (%)"},
-                        "ticksuffix": " %",
-                        "rangemode": "tozero",
-                    },
-                    "legend": {"title": {"text": "side"}},
-                },
+                "layout": _grouped_percent_bars(
+                    "Coefficient of variation of iteration times",
+                    "benchmark / method",
+                    "CV (%)",
+                    "side",
+                ),
             },
             height=400,
             wide=False,
@@ -942,19 +932,12 @@ def _accuracy_section(page: _Page, ev: Evaluation) -> None:
         page.figure(
             {
                 "data": data,
-                "layout": {
-                    "title": {
-                        "text": f"Relative CI width ({ev.settings['confidence'] * 100:g} % intervals)"
-                    },
-                    "barmode": "group",
-                    "xaxis": {"title": {"text": "benchmark / test"}, "automargin": True},
-                    "yaxis": {
-                        "title": {"text": "relative CI width (%)"},
-                        "ticksuffix": " %",
-                        "rangemode": "tozero",
-                    },
-                    "legend": {"title": {"text": "method"}},
-                },
+                "layout": _grouped_percent_bars(
+                    f"Relative CI width ({ev.settings['confidence'] * 100:g} % intervals)",
+                    "benchmark / test",
+                    "relative CI width (%)",
+                    "method",
+                ),
             },
             height=400,
             wide=False,
