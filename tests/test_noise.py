@@ -390,7 +390,9 @@ def group_cpu_seconds(pgid: int) -> float:
     return total / tick
 
 
-@pytest.mark.parametrize(("pattern", "low", "high"), [("quiet", 0.0, 0.05), ("cpu", 0.3, 9.0)])
+# quiet: the controller alone (it polls its parent every 50 ms); CPU time is counted in
+# 10 ms ticks, so over a 1 s window 0.15 leaves room for tick rounding and start-up
+@pytest.mark.parametrize(("pattern", "low", "high"), [("quiet", 0.0, 0.15), ("cpu", 0.3, 9.0)])
 def test_neighbour_cpu_use_matches_pattern(pattern: str, low: float, high: float) -> None:
     """Independent of other tenants' timing noise: what the neighbour itself consumes."""
     cpu = max(os.sched_getaffinity(0))
@@ -399,7 +401,7 @@ def test_neighbour_cpu_use_matches_pattern(pattern: str, low: float, high: float
         if pattern != "quiet":
             assert wait_for(lambda: has_workers(n.pgid), 5)
         c0, t0 = group_cpu_seconds(n.pgid), time.monotonic()
-        while time.monotonic() - t0 < 0.6:
+        while time.monotonic() - t0 < 1.0:
             names |= {comm for _, comm in members(n.pgid)}
             time.sleep(0.05)
         share = (group_cpu_seconds(n.pgid) - c0) / (time.monotonic() - t0)
