@@ -61,7 +61,7 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A busybox-static image built by examples/containers/build-image.sh (`podman import`
     of a rootfs tarball), once per content: the tag is a hash of everything that goes in."""
     if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup-system.sh installs it)")
+        pytest.fail("podman is not installed (scripts/setup-system.sh installs it)")
     busybox = Path("/bin/busybox")
     if not busybox.exists():
         busybox = Path(shutil.which("busybox") or "/usr/bin/busybox")
@@ -211,7 +211,7 @@ def test_all_methods_in_containers(tmp_path: Path, image: str) -> None:
 
 def test_sduet_c_and_shell_harnesses_across_containers(tmp_path: Path, image: str) -> None:
     if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed (scripts/setup-system.sh installs it)")
+        pytest.fail("gcc is not installed (scripts/setup-system.sh installs it)")
     name = unique("csync")
     bin_dir = tmp_path / "h"
     bin_dir.mkdir()

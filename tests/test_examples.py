@@ -77,8 +77,9 @@ def _tiny_pyperf_config(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="needs Debian's /usr/bin/python3 (side A)")
 def test_pyperf_example_runs_both_interpreters(tmp_path: Path) -> None:
+    if not SYSTEM_PYTHON.exists():
+        pytest.fail("needs Debian's /usr/bin/python3 (side A): apt-get install python3")
     config = _tiny_pyperf_config(tmp_path)
     out = tmp_path / "results"
     r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=120)
@@ -126,11 +127,12 @@ def test_pyperf_example_runs_both_interpreters(tmp_path: Path) -> None:
 
 
 @pytest.mark.container
-@pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="needs Debian's /usr/bin/python3 (side A)")
 def test_pyperf_podman_example_runs(tmp_path: Path) -> None:
+    if not SYSTEM_PYTHON.exists():
+        pytest.fail("needs Debian's /usr/bin/python3 (side A): apt-get install python3")
     """duet.podman.yml in miniature: the minimal image, the interpreters bind-mounted."""
     if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup-system.sh installs it)")
+        pytest.fail("podman is not installed (scripts/setup-system.sh installs it)")
     default = shutil.which("python3")
     assert default is not None
     prefix_b = subprocess.run(
@@ -226,8 +228,9 @@ public class FakeHarness {
 """
 
 
-@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK (javac)")
 def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> None:
+    if shutil.which("javac") is None:
+        pytest.fail("needs a JDK (javac): apt-get install default-jdk-headless")
     src = tmp_path / "src"
     (src / "org" / "dacapo" / "harness").mkdir(parents=True)
     (src / "org" / "dacapo" / "harness" / "CommandLineArgs.java").write_text(_STUB_ARGS)

@@ -93,8 +93,9 @@ def test_hyperfine_verdict_from_mean_sd_overlap() -> None:
         ms.hyperfine_verdict({"results": [d["results"][0]]})
 
 
-@pytest.mark.skipif(shutil.which("hyperfine") is None, reason="needs hyperfine")
 def test_hyperfine_verdict_on_real_export(tmp_path: Path) -> None:
+    if shutil.which("hyperfine") is None:
+        pytest.fail("needs hyperfine: scripts/setup-system.sh installs it")
     out = tmp_path / "h.json"
     subprocess.run(
         ["hyperfine", "-N", "--runs", "3", "--style", "none", "--export-json", str(out),
