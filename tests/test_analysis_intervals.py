@@ -128,6 +128,34 @@ def test_a_groups_interval_does_not_depend_on_the_other_groups() -> None:
     assert full.low[3] == alone.low[0] and full.high[3] == alone.high[0]
 
 
+
+@pytest.mark.parametrize("method", ["bca", "percentile", "studentized"])
+def test_intervals_are_bit_identical_whatever_the_thread_count(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of groups run on threads; 27 groups of two sizes span several blocks."""
+    rng = np.random.default_rng(8)
+    samples = [rng.lognormal(size=10 if i % 3 else 7) for i in range(27)]
+    v, g, keys = groups_of(samples)
+    results = []
+    for threads in ("1", "2", "5"):
+        monkeypatch.setenv("DUETBENCH_THREADS", threads)
+        results.append(bootstrap_interval(v, g, keys, method=method, resamples=999, seed=3))
+    for r in results[1:]:
+        assert np.array_equal(r.low, results[0].low) and np.array_equal(r.high, results[0].high)
+    d = (v - v.mean())[:200].reshape(20, 10)
+    gens = lambda: [np.random.default_rng(i) for i in range(20)]  # noqa: E731
+    one, _ = resample_sums(d, gens(), 500, threads=1)
+    many, _ = resample_sums(d, gens(), 500, threads=4)
+    assert np.array_equal(one, many)
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-2"])
+def test_a_bad_thread_count_says_what_to_set(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUETBENCH_THREADS", value)
+    with pytest.raises(AnalysisError, match="DUETBENCH_THREADS.*whole number"):
+        bootstrap_interval([1.0, 2.0, 4.0], [0, 0, 0], ["k"], method="bca", resamples=99)
+
 def test_compare_is_reproducible_and_adding_a_benchmark_changes_nothing_else() -> None:
     df = simulate(benchmarks=4, runs=10, iterations=20, outlier_p=0.02, seed=9)
     kw = dict(test="diff", interval="bca", resamples=2000)

@@ -18,20 +18,26 @@ changing the resampling distribution:
 
 Every group draws from its own generator, and every operation is elementwise or
 reduces one group's own numbers in a fixed order, so a group's replicates do not
-depend on which other groups are computed alongside.
+depend on which other groups are computed alongside -- nor on how many threads
+compute the blocks of groups (:func:`resample_blocks`; numpy releases the GIL in
+the random fills, gathers, additions and sorts, so blocks run in parallel).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import queue
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from ._threads import analysis_threads
 
 _TABLE_LIMIT = 8192  # entries of a k-sum table (64 KiB of float64)
 _BITS_PER_DOUBLE = 39.0  # leaves >= 14 bits of slack for the last index of a double
 _SHRINK = 1.0 - 2.0**-44  # keeps floor(u * m) < m under rounding
-_BLOCK = 32
+_BLOCK = 8  # groups per block: a block's tables and replicate rows stay in the L2 cache
 
 
 def table_order(n: int) -> int:
@@ -97,58 +103,131 @@ class _Stream:
         return index.reshape(gb, -1)[:, : self.count]
 
 
-def resample_sums(
-    d: np.ndarray, generators: Sequence[np.random.Generator], resamples: int, squares: bool = False
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Bootstrap sums of resampled values for groups of equal size.
+class _Workspace:
+    """One thread's buffers for blocks of groups with ``n`` values and ``b`` replicates."""
 
-    ``d`` is (G, n): one row per group (centered values are best for precision).
-    Returns ``S`` (G, B) -- each replicate's sum of ``n`` values drawn with
-    replacement from its row -- and, with ``squares``, the matching sums of squares.
-    Group ``i`` draws from ``generators[i]`` only.
-    """
-    g_total, n = d.shape
-    b = int(resamples)
-    sums = np.zeros((g_total, b))
-    sq = np.zeros((g_total, b)) if squares else None
-    if n == 0 or g_total == 0:
-        return sums, sq
-    k = table_order(n)
-    q, r = divmod(n, k)
-    block = _BLOCK  # groups per block: tables (64 KiB each for n = 20) stay cache-sized
-    main = _Stream(b * q, n**k)
-    rest = _Stream(b, n**r, groups=block) if r else None
-    u = np.empty((block, main.doubles + (rest.doubles if rest else 0)))
-    n_stats = 2 if squares else 1
-    buf_k = [np.empty((block, n**k)) for _ in range(n_stats)]
-    buf_r = [np.empty((block, n**r)) for _ in range(n_stats)] if r else None
-    for g0 in range(0, g_total, block):
-        g1 = min(g_total, g0 + block)
-        gb = g1 - g0
-        rows = [d[g0:g1]] + ([d[g0:g1] ** 2] if squares else [])
-        # per statistic: the k-sum tables, the r-sum tables and the output rows
+    def __init__(self, n: int, b: int, squares: bool) -> None:
+        k = table_order(n)
+        self.k = k
+        self.q, self.r = divmod(n, k)
+        self.main = _Stream(b * self.q, n**k)
+        self.rest = _Stream(b, n**self.r, groups=_BLOCK) if self.r else None
+        rest_doubles = self.rest.doubles if self.rest else 0
+        self.u = np.empty((_BLOCK, self.main.doubles + rest_doubles))
+        n_stats = 2 if squares else 1
+        self.tab_k = [np.empty((_BLOCK, n**k)) for _ in range(n_stats)]
+        self.tab_r = [np.empty((_BLOCK, n**self.r)) for _ in range(n_stats)] if self.r else None
+        self.vals = np.empty((self.q, b))
+        self.vals_r = np.empty(b)
+        self.out = [np.empty((_BLOCK, b)) for _ in range(n_stats)]
+
+    def block(self, d: np.ndarray, generators: Sequence[np.random.Generator]) -> list[np.ndarray]:
+        """Replicate sums (and sums of squares) of the rows of ``d`` (at most a block)."""
+        gb = d.shape[0]
+        rows = [d] + ([d * d] if len(self.out) > 1 else [])
         tabs = [
             (
-                _ksum_table(x, k, buf_k[s][:gb]),
-                _ksum_table(x, r, buf_r[s][:gb]) if buf_r is not None else None,
+                _ksum_table(x, self.k, self.tab_k[s][:gb]),
+                _ksum_table(x, self.r, self.tab_r[s][:gb]) if self.tab_r is not None else None,
             )
             for s, x in enumerate(rows)
         ]
-        outs = [sums] + ([sq] if squares else [])  # type: ignore[list-item]
+        u, main, vals = self.u, self.main, self.vals
         for i in range(gb):
-            generators[g0 + i].random(out=u[i])
+            generators[i].random(out=u[i])
         # the short remainder streams of the block are decoded together
-        idx_rest = rest.indices(u[:gb, main.doubles :]) if rest else None
+        idx_rest = self.rest.indices(u[:gb, main.doubles :]) if self.rest else None
+        outs = [o[:gb] for o in self.out]
         for i in range(gb):
-            g = g0 + i
-            idx = main.indices(u[i : i + 1, : main.doubles]).reshape(q, b)
+            idx = main.indices(u[i : i + 1, : main.doubles]).reshape(self.q, -1)
             for (t_k, t_r), out in zip(tabs, outs, strict=True):
-                vals = t_k[i][idx]
-                acc = out[g]
+                np.take(t_k[i], idx, out=vals, mode="clip")  # indices are in range
+                acc = out[i]
                 # rows added in order: ((v0 + v1) + v2) + ..., whatever the block
                 np.copyto(acc, vals[0])
-                for j in range(1, q):
+                for j in range(1, self.q):
                     acc += vals[j]
                 if idx_rest is not None and t_r is not None:
-                    acc += t_r[i][idx_rest[i]]
+                    acc += np.take(t_r[i], idx_rest[i], out=self.vals_r, mode="clip")
+        return outs
+
+
+def resample_blocks(
+    d: np.ndarray,
+    generators: Sequence[np.random.Generator],
+    resamples: int,
+    consume: Callable[[int, int, np.ndarray, np.ndarray | None], None],
+    *,
+    squares: bool = False,
+    threads: int | None = None,
+) -> None:
+    """Bootstrap sums of resampled values for groups of equal size, block by block.
+
+    ``d`` is (G, n): one row per group (centered values are best for precision).
+    For consecutive blocks of groups ``g0:g1`` calls ``consume(g0, g1, S, Q)``:
+    ``S`` (g1 - g0, B) holds each replicate's sum of ``n`` values drawn with
+    replacement from its row, ``Q`` the matching sums of squares (with
+    ``squares``) or None. Both are buffers reused after ``consume`` returns, which
+    may sort them in place. Group ``i`` draws from ``generators[i]`` only, so the
+    result does not depend on the blocks or on ``threads`` (default
+    :func:`analysis_threads`); with several threads, ``consume`` runs concurrently
+    for different blocks and must only write rows ``g0:g1`` of its outputs.
+    """
+    g_total, n = d.shape
+    b = int(resamples)
+    if g_total == 0:
+        return
+    starts = list(range(0, g_total, _BLOCK))
+    workers = max(1, min(threads if threads is not None else analysis_threads(), len(starts)))
+    if n == 0:
+        zeros = np.zeros((_BLOCK, b))
+        for g0 in starts:
+            g1 = min(g_total, g0 + _BLOCK)
+            consume(g0, g1, zeros[: g1 - g0], zeros[: g1 - g0] if squares else None)
+            zeros.fill(0.0)
+        return
+    pool: queue.SimpleQueue[_Workspace] = queue.SimpleQueue()
+    for _ in range(workers):
+        pool.put(_Workspace(n, b, squares))
+
+    def run(g0: int) -> None:
+        g1 = min(g_total, g0 + _BLOCK)
+        ws = pool.get()
+        try:
+            outs = ws.block(d[g0:g1], generators[g0:g1])
+            consume(g0, g1, outs[0], outs[1] if squares else None)
+        finally:
+            pool.put(ws)
+
+    if workers == 1:
+        for g0 in starts:
+            run(g0)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="duet-bootstrap") as ex:
+        for fut in [ex.submit(run, g0) for g0 in starts]:
+            fut.result()
+
+
+def resample_sums(
+    d: np.ndarray,
+    generators: Sequence[np.random.Generator],
+    resamples: int,
+    squares: bool = False,
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """All replicate sums at once: ``S`` (G, B) and, with ``squares``, ``Q`` (G, B).
+
+    The same numbers as :func:`resample_blocks`, gathered into full arrays.
+    """
+    g_total = d.shape[0]
+    b = int(resamples)
+    sums = np.zeros((g_total, b))
+    sq = np.zeros((g_total, b)) if squares else None
+
+    def keep(g0: int, g1: int, s: np.ndarray, q: np.ndarray | None) -> None:
+        sums[g0:g1] = s
+        if sq is not None and q is not None:
+            sq[g0:g1] = q
+
+    resample_blocks(d, generators, b, keep, squares=squares, threads=threads)
     return sums, sq

@@ -13,12 +13,15 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import overload
 
 import numpy as np
 import pandas as pd
 
 from duetbench.errors import AnalysisError
 from duetbench.schema import METHODS
+
+from ._threads import thread_map
 
 #: Columns that identify a run, in this order; ``experiment`` is optional.
 UNIT_COLUMNS = ("experiment", "host", "suite", "benchmark", "method", "run")
@@ -37,6 +40,7 @@ REQUIRED_COLUMNS = (
 )
 _TIME_COLUMNS = ("start_ns", "end_ns", "duration_ns")
 
+_THREADED_ROWS = 100_000  # from this many rows, key columns are compared on threads
 SIDE_A = 0
 SIDE_B = 1
 
@@ -90,15 +94,20 @@ def _values_at(col: pd.Series, pos: np.ndarray) -> object:
 def segments(df: pd.DataFrame, columns: Sequence[str]) -> Segments:
     """Run-length split of ``df`` on ``columns`` and the columns' codes per stretch."""
     n = len(df)
-    boundary = np.zeros(n, dtype=bool)
-    changes: dict[str, np.ndarray] = {}
-    for c in columns:
+
+    def change_at(c: str) -> np.ndarray:
         ne = np.zeros(n, dtype=bool)
         if n:
             ne[0] = True
         if n > 1:
             ne[1:] = _adjacent_differs(df[c])
-        changes[c] = ne
+        return ne
+
+    # columns compared on threads when the table is large (Arrow releases the GIL)
+    found = thread_map(change_at, columns, threads=None if n >= _THREADED_ROWS else 1)
+    changes = dict(zip(columns, found, strict=True))
+    boundary = np.zeros(n, dtype=bool)
+    for ne in found:
         boundary |= ne
     starts = np.flatnonzero(boundary)
     seg_id = np.cumsum(boundary) - 1
@@ -172,11 +181,35 @@ def group_generator(seed: int, key: str, purpose: str) -> np.random.Generator:
     """The random generator of one group: from the seed and a stable hash of its key.
 
     Python's ``hash`` is salted per process, so the key is hashed with BLAKE2b; the
-    stream of a group therefore does not depend on which other groups exist.
+    stream of a group therefore does not depend on which other groups exist. The bit
+    generator is SFC64 (a small chaotic counter generator that passes PractRand and
+    TestU01's BigCrush): its uniform doubles cost about 30 % less than PCG64's here,
+    and the bootstrap spends a fifth of its time drawing them.
     """
     digest = hashlib.blake2b(f"{purpose}\x1e{key}".encode(), digest_size=16).digest()
     entropy = [int(seed), int.from_bytes(digest, "little")]
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(entropy)))
+
+
+class LazyGenerators(Sequence[np.random.Generator]):
+    """The generators of groups ``keys`` (:func:`group_generator`), made on access
+    -- by whichever thread resamples the group. Every access returns a fresh
+    generator at the start of the group's stream."""
+
+    def __init__(self, seed: int, keys: Sequence[str], purpose: str) -> None:
+        self._seed, self._keys, self._purpose = seed, list(keys), purpose
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, i: int) -> np.random.Generator: ...
+    @overload
+    def __getitem__(self, i: slice) -> LazyGenerators: ...
+    def __getitem__(self, i: int | slice) -> np.random.Generator | LazyGenerators:
+        if isinstance(i, slice):
+            return LazyGenerators(self._seed, self._keys[i], self._purpose)
+        return group_generator(self._seed, self._keys[i], self._purpose)
 
 
 def check_seed(seed: object) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,6 +19,7 @@ from ._segments import (
     sort_segments,
 )
 from ._table import Iterations, check_seed, group_codes, stable_key
+from ._threads import analysis_threads
 from .filters import Warmup, check_warmup, warmup_mask, winsorized_durations
 from .intervals import (
     INTERVALS,
@@ -33,6 +35,7 @@ from .pairing import DEFAULT_MIN_OVERLAP, Pairs, check_min_overlap, pair_rows
 from .stats import (
     ChangeResult,
     ConfidenceInterval,
+    GroupedU,
     check_threshold,
     mann_whitney_grouped,
     verdicts,
@@ -43,6 +46,7 @@ RUN_STATS = ("median", "mean", "trimmed")
 TRIM = 0.1  # the trimmed mean cuts 10 % at each end
 DEFAULT_BY = ("suite", "benchmark", "method")
 NO_CLUSTERING = "run"
+_OVERLAP_ROWS = 100_000  # from this many iterations the U test runs on its own thread
 
 
 @dataclass(frozen=True)
@@ -222,9 +226,24 @@ def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
 
 
 def compare_iterations(it: Iterations, opts: CompareOptions) -> pd.DataFrame:
-    """:func:`compare` on an already converted table."""
+    """:func:`compare` on an already converted table.
+
+    The U test and the side means need no pairs: with more than one analysis
+    thread they are computed on a second thread while this one pairs the
+    iterations and builds the intervals (numpy releases the GIL in the sorts).
+    """
     itf = filtered(it, opts)
-    return _compare_pairs(itf, pair_rows(itf, opts.min_overlap), opts)
+    gcode_u, gkeys = group_codes(itf.units, opts.by)
+    ng = len(gkeys)
+    if analysis_threads() > 1 and len(itf.duration) >= _OVERLAP_ROWS:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="duet-utest") as ex:
+            side = ex.submit(_side_statistics, itf, gcode_u, ng)
+            ch = changes(itf, pair_rows(itf, opts.min_overlap), gcode_u, gkeys, opts)
+            sides = side.result()
+    else:
+        ch = changes(itf, pair_rows(itf, opts.min_overlap), gcode_u, gkeys, opts)
+        sides = _side_statistics(itf, gcode_u, ng)
+    return _result_table(gkeys, ch, sides, opts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,11 +288,17 @@ def changes(
     return Changes(change, c_lo, c_hi, runs, npairs, n_clusters, clustered_by)
 
 
-def _compare_pairs(itf: Iterations, pairs: Pairs, opts: CompareOptions) -> pd.DataFrame:
-    gcode_u, gkeys = group_codes(itf.units, opts.by)
-    ng = len(gkeys)
-    ch = changes(itf, pairs, gcode_u, gkeys, opts)
-    # U test and side means on all filtered durations
+@dataclass(frozen=True, eq=False)
+class _SideStatistics:
+    """Per group: the U test of A against B and the mean duration of each side."""
+
+    u: GroupedU
+    mean_a: np.ndarray
+    mean_b: np.ndarray
+
+
+def _side_statistics(itf: Iterations, gcode_u: np.ndarray, ng: int) -> _SideStatistics:
+    """U test and side means on all filtered durations (no pairing needed)."""
     g_row = gcode_u[itf.unit]
     u = mann_whitney_grouped(itf.duration, itf.side, g_row, ng)
     dur = itf.duration.astype(np.float64)
@@ -281,6 +306,13 @@ def _compare_pairs(itf: Iterations, pairs: Pairs, opts: CompareOptions) -> pd.Da
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_a = np.bincount(g_row[a_rows], weights=dur[a_rows], minlength=ng) / u.n_a
         mean_b = np.bincount(g_row[b_rows], weights=dur[b_rows], minlength=ng) / u.n_b
+    return _SideStatistics(u, mean_a, mean_b)
+
+
+def _result_table(
+    gkeys: pd.DataFrame, ch: Changes, sides: _SideStatistics, opts: CompareOptions
+) -> pd.DataFrame:
+    u, mean_a, mean_b = sides.u, sides.mean_a, sides.mean_b
     out = gkeys.copy()
     out["mean_a_ns"] = mean_a
     out["mean_b_ns"] = mean_b

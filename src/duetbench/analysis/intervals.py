@@ -16,7 +16,7 @@ bit-identical intervals and adding a group leaves the others unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,8 +26,8 @@ from scipy import special, stats
 
 from duetbench.errors import AnalysisError
 
-from ._resample import resample_sums
-from ._table import check_seed, group_generator
+from ._resample import resample_blocks
+from ._table import LazyGenerators, check_seed, group_generator
 
 IntervalMethod = Literal["t", "percentile", "bca", "studentized"]
 INTERVALS: tuple[str, ...] = ("t", "percentile", "bca", "studentized")
@@ -210,6 +210,65 @@ def _acceleration(u: np.ndarray) -> np.ndarray:
     return np.where(den > 0, a, 0.0)
 
 
+def _interval_ends(
+    method: str,
+    x: np.ndarray,
+    mean: np.ndarray,
+    target: np.ndarray,
+    b: int,
+    alpha: float,
+    lo_dev: np.ndarray,
+    hi_dev: np.ndarray,
+) -> Callable[[int, int, np.ndarray, np.ndarray | None], None]:
+    """The per-block step of :func:`bootstrap_interval` for groups of one size.
+
+    ``x`` (G, n) are the groups' values, ``target`` the estimates as sums of the
+    centered values. The returned function turns the replicate sums of groups
+    ``g0:g1`` into the interval ends' deviations from the mean, written to
+    ``lo_dev[g0:g1]`` and ``hi_dev[g0:g1]``.
+    """
+    n = x.shape[1]
+    s_all = x.std(axis=1, ddof=1) / np.sqrt(n) if method == "studentized" else None
+    accel = _acceleration(x - mean[:, None]) if method == "bca" else None
+
+    def consume(g0: int, g1: int, sums: np.ndarray, sq: np.ndarray | None) -> None:
+        tgt = target[g0:g1]
+        full = np.full(g1 - g0, b)
+        if method == "studentized":
+            assert sq is not None and s_all is not None
+            with np.errstate(invalid="ignore", divide="ignore"):
+                var = (sq - sums * sums / n) / (n - 1)
+                se_b = np.sqrt(np.maximum(var, 0.0) / n)
+                diff = sums - tgt[:, None]  # n * (replicate - estimate)
+                tstar = np.where((se_b == 0) & (diff == 0), 0.0, (diff / n) / se_b)
+            tstar.sort(axis=1)
+            levels = np.tile([alpha, 1.0 - alpha], (g1 - g0, 1))
+            qt = _sorted_quantiles(tstar, levels, full)
+            lo_dev[g0:g1] = -qt[:, 1] * s_all[g0:g1]
+            hi_dev[g0:g1] = -qt[:, 0] * s_all[g0:g1]
+            return
+        # quantiles of the replicate sums, turned into deviations of the mean at the end
+        sums.sort(axis=1)
+        if accel is not None:
+            below = np.array(
+                [
+                    np.searchsorted(row, t, side="left") + np.searchsorted(row, t, side="right")
+                    for row, t in zip(sums, tgt, strict=True)
+                ]
+            )
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z0 = special.ndtri(below / (2.0 * b))
+            a1, a2 = _bca_levels(z0, accel[g0:g1], alpha)
+            levels = np.stack([a1, a2], axis=1)
+        else:
+            levels = np.tile([alpha, 1.0 - alpha], (g1 - g0, 1))
+        qv = (_sorted_quantiles(sums, levels, full) - tgt[:, None]) / n
+        lo_dev[g0:g1] = qv[:, 0]
+        hi_dev[g0:g1] = qv[:, 1]
+
+    return consume
+
+
 def bootstrap_interval(
     values: npt.ArrayLike,
     group: npt.ArrayLike,
@@ -253,39 +312,11 @@ def bootstrap_interval(
         center = x[np.arange(len(gi)), near]
         d = x - center[:, None]
         target = d.sum(axis=1)  # the estimate, as a sum of centered values
-        gens = [group_generator(seed, keys[i], _PURPOSE) for i in gi]
-        sums, sq = resample_sums(d, gens, b, squares=(method == "studentized"))
-        full = np.full(len(gi), b)
-        if method == "studentized":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                var = (sq - sums * sums / n) / (n - 1)  # type: ignore[operator]
-                se_b = np.sqrt(np.maximum(var, 0.0) / n)
-                diff = sums - target[:, None]  # n * (replicate - estimate)
-                tstar = np.where((se_b == 0) & (diff == 0), 0.0, (diff / n) / se_b)
-            s = x.std(axis=1, ddof=1) / np.sqrt(n)
-            levels = np.tile([alpha, 1.0 - alpha], (len(gi), 1))
-            qt = _quantiles(tstar, levels, full)
-            lo_dev = -qt[:, 1] * s
-            hi_dev = -qt[:, 0] * s
-        else:
-            # quantiles of the replicate sums, turned into deviations of the mean at the end
-            sums.sort(axis=1)
-            if method == "bca":
-                below = np.array(
-                    [
-                        np.searchsorted(row, t, side="left") + np.searchsorted(row, t, side="right")
-                        for row, t in zip(sums, target, strict=True)
-                    ]
-                )
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    z0 = special.ndtri(below / (2.0 * b))
-                accel = _acceleration(x - mean[gi][:, None])
-                a1, a2 = _bca_levels(z0, accel, alpha)
-                levels = np.stack([a1, a2], axis=1)
-            else:
-                levels = np.tile([alpha, 1.0 - alpha], (len(gi), 1))
-            qv = (_sorted_quantiles(sums, levels, full) - target[:, None]) / n
-            lo_dev, hi_dev = qv[:, 0], qv[:, 1]
+        gens = LazyGenerators(seed, [keys[i] for i in gi], _PURPOSE)
+        lo_dev = np.empty(len(gi))
+        hi_dev = np.empty(len(gi))
+        consume = _interval_ends(method, x, mean[gi], target, b, alpha, lo_dev, hi_dev)
+        resample_blocks(d, gens, b, consume, squares=(method == "studentized"))
         flat = np.all(d == 0, axis=1)
         lo_dev = np.where(flat, 0.0, lo_dev)
         hi_dev = np.where(flat, 0.0, hi_dev)
