@@ -150,6 +150,22 @@ def test_intervals_are_bit_identical_whatever_the_thread_count(
     assert np.array_equal(one, many)
 
 
+
+@pytest.mark.parametrize("n", [2, 5, 20, 31])
+def test_the_scipy_kernel_and_the_numpy_path_resample_bit_identically(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without scipy's CSR kernel the same gathers are added in the same order."""
+    from duetbench.analysis import _resample
+
+    assert _resample._csr_matvec is not None  # the fast path is the one users get
+    d = np.random.default_rng(n).normal(size=(11, n)) * 1e6
+    gens = lambda: [np.random.default_rng(100 + i) for i in range(11)]  # noqa: E731
+    fast, fast_sq = resample_sums(d, gens(), 777, squares=True, threads=1)
+    monkeypatch.setattr(_resample, "_csr_matvec", None)
+    slow, slow_sq = resample_sums(d, gens(), 777, squares=True, threads=1)
+    assert np.array_equal(fast, slow) and np.array_equal(fast_sq, slow_sq)
+
 @pytest.mark.parametrize("value", ["0", "many", "-2"])
 def test_a_bad_thread_count_says_what_to_set(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DUETBENCH_THREADS", value)

@@ -34,6 +34,11 @@ import numpy as np
 
 from ._threads import analysis_threads
 
+try:  # scipy's CSR kernel: a gather and a sum in one loop, about half numpy's two passes
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+except ImportError:  # pragma: no cover - a scipy without it takes the numpy path
+    _csr_matvec = None
+
 _TABLE_LIMIT = 8192  # entries of a k-sum table (64 KiB of float64)
 _BITS_PER_DOUBLE = 39.0  # leaves >= 14 bits of slack for the last index of a double
 _SHRINK = 1.0 - 2.0**-44  # keeps floor(u * m) < m under rounding
@@ -117,9 +122,15 @@ class _Workspace:
         n_stats = 2 if squares else 1
         self.tab_k = [np.empty((_BLOCK, n**k)) for _ in range(n_stats)]
         self.tab_r = [np.empty((_BLOCK, n**self.r)) for _ in range(n_stats)] if self.r else None
-        self.vals = np.empty((self.q, b))
+        self.vals = np.empty(b * self.q)
         self.vals_r = np.empty(b)
         self.out = [np.empty((_BLOCK, b)) for _ in range(n_stats)]
+        self.b = b
+        # replicate i sums entries i*q .. i*q + q - 1 of the main indices: a CSR
+        # matrix of ones with q entries per row, times the table
+        self.rows_main = np.arange(0, b * self.q + 1, self.q, dtype=np.int64)
+        self.rows_rest = np.arange(0, b + 1, dtype=np.int64)
+        self.ones = np.ones(b * self.q)
 
     def block(self, d: np.ndarray, generators: Sequence[np.random.Generator]) -> list[np.ndarray]:
         """Replicate sums (and sums of squares) of the rows of ``d`` (at most a block)."""
@@ -132,24 +143,34 @@ class _Workspace:
             )
             for s, x in enumerate(rows)
         ]
-        u, main, vals = self.u, self.main, self.vals
+        u, main = self.u, self.main
         for i in range(gb):
             generators[i].random(out=u[i])
         # the short remainder streams of the block are decoded together
         idx_rest = self.rest.indices(u[:gb, main.doubles :]) if self.rest else None
         outs = [o[:gb] for o in self.out]
         for i in range(gb):
-            idx = main.indices(u[i : i + 1, : main.doubles]).reshape(self.q, -1)
+            idx = main.indices(u[i : i + 1, : main.doubles])[0]
             for (t_k, t_r), out in zip(tabs, outs, strict=True):
-                np.take(t_k[i], idx, out=vals, mode="clip")  # indices are in range
                 acc = out[i]
-                # rows added in order: ((v0 + v1) + v2) + ..., whatever the block
-                np.copyto(acc, vals[0])
-                for j in range(1, self.q):
-                    acc += vals[j]
+                acc.fill(0.0)
+                # replicate j: ((0 + t[idx[jq]]) + t[idx[jq + 1]]) + ..., whatever the block
+                self._add_draws(acc, t_k[i], idx, self.rows_main, self.q)
                 if idx_rest is not None and t_r is not None:
-                    acc += np.take(t_r[i], idx_rest[i], out=self.vals_r, mode="clip")
+                    self._add_draws(acc, t_r[i], idx_rest[i], self.rows_rest, 1)
         return outs
+
+    def _add_draws(
+        self, acc: np.ndarray, table: np.ndarray, idx: np.ndarray, rows: np.ndarray, per: int
+    ) -> None:
+        """``acc[j] += table[idx[j*per]] + ... + table[idx[j*per + per - 1]]``, left to right."""
+        if _csr_matvec is not None:
+            # one fused C++ loop: acc[j] = ((acc[j] + 1*t[i0]) + 1*t[i1]) + ... (exact products)
+            _csr_matvec(self.b, len(table), rows, idx, self.ones[: len(idx)], table, acc)
+            return
+        vals = np.take(table, idx, out=self.vals[: len(idx)], mode="clip").reshape(self.b, per)
+        for j in range(per):
+            acc += vals[:, j]
 
 
 def resample_blocks(

@@ -40,7 +40,7 @@ REQUIRED_COLUMNS = (
 )
 _TIME_COLUMNS = ("start_ns", "end_ns", "duration_ns")
 
-_THREADED_ROWS = 100_000  # from this many rows, key columns are compared on threads
+THREADED_ROWS = 100_000  # from this many rows, independent steps run on threads
 SIDE_A = 0
 SIDE_B = 1
 
@@ -104,7 +104,7 @@ def segments(df: pd.DataFrame, columns: Sequence[str]) -> Segments:
         return ne
 
     # columns compared on threads when the table is large (Arrow releases the GIL)
-    found = thread_map(change_at, columns, threads=None if n >= _THREADED_ROWS else 1)
+    found = thread_map(change_at, columns, threads=None if n >= THREADED_ROWS else 1)
     changes = dict(zip(columns, found, strict=True))
     boundary = np.zeros(n, dtype=bool)
     for ne in found:

@@ -17,6 +17,7 @@ from duetbench.errors import AnalysisError
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 
 _MAX_THREADS = 8
 THREADS_ENV = "DUETBENCH_THREADS"
@@ -52,3 +53,13 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], threads: int | None = N
         return [fn(x) for x in todo]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="duet-analysis") as ex:
         return list(ex.map(fn, todo))
+
+
+def side_by_side(first: Callable[[], R], second: Callable[[], S], parallel: bool) -> tuple[R, S]:
+    """``(first(), second())``; with ``parallel`` and more than one analysis thread,
+    ``second`` runs on another thread meanwhile."""
+    if not parallel or analysis_threads() < 2:
+        return first(), second()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="duet-analysis") as ex:
+        other = ex.submit(second)
+        return first(), other.result()

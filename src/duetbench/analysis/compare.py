@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,8 +17,8 @@ from ._segments import (
     segment_trimmed_mean,
     sort_segments,
 )
-from ._table import Iterations, check_seed, group_codes, stable_key
-from ._threads import analysis_threads
+from ._table import THREADED_ROWS, Iterations, check_seed, group_codes, stable_key
+from ._threads import side_by_side
 from .filters import Warmup, check_warmup, warmup_mask, winsorized_durations
 from .intervals import (
     INTERVALS,
@@ -46,7 +45,6 @@ RUN_STATS = ("median", "mean", "trimmed")
 TRIM = 0.1  # the trimmed mean cuts 10 % at each end
 DEFAULT_BY = ("suite", "benchmark", "method")
 NO_CLUSTERING = "run"
-_OVERLAP_ROWS = 100_000  # from this many iterations the U test runs on its own thread
 
 
 @dataclass(frozen=True)
@@ -235,14 +233,11 @@ def compare_iterations(it: Iterations, opts: CompareOptions) -> pd.DataFrame:
     itf = filtered(it, opts)
     gcode_u, gkeys = group_codes(itf.units, opts.by)
     ng = len(gkeys)
-    if analysis_threads() > 1 and len(itf.duration) >= _OVERLAP_ROWS:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="duet-utest") as ex:
-            side = ex.submit(_side_statistics, itf, gcode_u, ng)
-            ch = changes(itf, pair_rows(itf, opts.min_overlap), gcode_u, gkeys, opts)
-            sides = side.result()
-    else:
-        ch = changes(itf, pair_rows(itf, opts.min_overlap), gcode_u, gkeys, opts)
-        sides = _side_statistics(itf, gcode_u, ng)
+    ch, sides = side_by_side(
+        lambda: changes(itf, pair_rows(itf, opts.min_overlap), gcode_u, gkeys, opts),
+        lambda: _side_statistics(itf, gcode_u, ng),
+        parallel=len(itf.duration) >= THREADED_ROWS,
+    )
     return _result_table(gkeys, ch, sides, opts)
 
 

@@ -15,7 +15,8 @@ import pandas as pd
 
 from duetbench.errors import AnalysisError
 
-from ._table import SIDE_A, SIDE_B, Iterations
+from ._table import SIDE_A, SIDE_B, THREADED_ROWS, Iterations
+from ._threads import side_by_side
 from .overlaps import overlap_pairs
 
 DEFAULT_MIN_OVERLAP = 0.4
@@ -91,8 +92,11 @@ def pair_rows(it: Iterations, min_overlap: float = DEFAULT_MIN_OVERLAP) -> Pairs
     m = check_min_overlap(min_overlap)
     method = it.unit_method()
     by_index = (method == "seqn") | (method == "sduet")
-    a1, b1 = _index_pairs(it, by_index)
-    op = overlap_pairs(it, method == "aduet")
+    # the two pairings are independent: on a large table, side by side on threads
+    big = len(it.unit) >= THREADED_ROWS
+    (a1, b1), op = side_by_side(
+        lambda: _index_pairs(it, by_index), lambda: overlap_pairs(it, method == "aduet"), big
+    )
     keep = op.rate > m
     a = np.concatenate([a1, op.a[keep]])
     b = np.concatenate([b1, op.b[keep]])
