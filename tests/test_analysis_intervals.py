@@ -242,3 +242,19 @@ def test_difference_test_matches_scipy_on_the_thesis_run_means(method: str) -> N
         errs += [(r["ci_low"] * scale - ref.low) / se, (r["ci_high"] * scale - ref.high) / se]
     assert np.abs(errs).max() < 0.3
     assert np.abs(errs).mean() < 0.08
+
+
+@pytest.mark.parametrize("m", [2, 7, 20, 400, 8000, 8192, 531441, 2**19])
+def test_packed_draws_are_the_exact_base_m_digits(m: int) -> None:
+    """The floating-point digit split equals integer division, extreme uniforms included."""
+    from duetbench.analysis._resample import _Stream
+
+    st = _Stream(50_000, m)
+    u = np.random.default_rng(m).random((1, st.doubles))
+    u[0, :4] = [0.0, np.nextafter(1.0, 0.0), 0.5, 1e-300]
+    v = (u[0] * st.scale).astype(np.int64)
+    digits = np.empty((st.per, st.doubles), dtype=np.int64)
+    for p in range(st.per - 1, -1, -1):
+        digits[p] = v % m
+        v //= m
+    assert np.array_equal(st.indices(u)[0], digits.reshape(-1)[:50_000])

@@ -91,20 +91,33 @@ class _Stream:
         self.doubles = -(-count // self.per)
         self.scale = float(m**self.per) * _SHRINK
         shape = (groups, self.doubles)
-        self.tmp = np.empty(shape, dtype=np.int64)
+        self.rest = np.empty(shape)  # floor(v / m**j) * m**j ... as remainder + 1/2
+        self.quot = np.empty(shape)
         self.index = np.empty((groups, self.per, self.doubles), dtype=np.int64)
 
     def indices(self, u: np.ndarray) -> np.ndarray:
-        """Indices (G, count) from uniforms ``u`` (G, doubles), G <= ``groups``."""
+        """Indices (G, count) from uniforms ``u`` (G, doubles), G <= ``groups``.
+
+        The digits are computed in floating point, which numpy vectorizes better
+        than 64-bit integer division, and exactly: ``g = floor(u * m**per) + 1/2``
+        is exact (< 2**40), and ``g / m**j`` lies at least ``1/(2 m**j)`` from an
+        integer, far more than the rounding error of ``g * (1 / m**j)`` (below
+        ``m * 2**-51``, as ``m**per <= 2**39``), so its floor is the exact quotient
+        and ``g - quotient * m**j`` the exact remainder plus 1/2.
+        """
         gb = u.shape[0]
-        tmp, index = self.tmp[:gb], self.index[:gb]
-        v = index[:, self.per - 1]  # v ends as the last digit
-        np.multiply(u, self.scale, out=v, casting="unsafe")  # truncation = floor (>= 0)
+        g, quot, index = self.rest[:gb], self.quot[:gb], self.index[:gb]
+        np.multiply(u, self.scale, out=g)
+        np.floor(g, out=g)
+        np.add(g, 0.5, out=g)
         for p in range(self.per - 1):
-            div = self.m ** (self.per - 1 - p)
-            np.floor_divide(v, div, out=index[:, p])
-            np.multiply(index[:, p], div, out=tmp)
-            np.subtract(v, tmp, out=v)
+            div = float(self.m ** (self.per - 1 - p))
+            np.multiply(g, 1.0 / div, out=quot)
+            np.floor(quot, out=quot)
+            np.copyto(index[:, p], quot, casting="unsafe")
+            np.multiply(quot, div, out=quot)
+            np.subtract(g, quot, out=g)
+        np.copyto(index[:, self.per - 1], g, casting="unsafe")  # truncates the 1/2
         return index.reshape(gb, -1)[:, : self.count]
 
 
