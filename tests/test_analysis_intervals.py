@@ -258,3 +258,18 @@ def test_packed_draws_are_the_exact_base_m_digits(m: int) -> None:
         digits[p] = v % m
         v //= m
     assert np.array_equal(st.indices(u)[0], digits.reshape(-1)[:50_000])
+
+
+def test_a_groups_stream_is_the_same_through_every_path() -> None:
+    """The reused per-thread generator draws exactly the group's own stream."""
+    from duetbench.analysis._table import GroupStreams, group_generator
+
+    streams = GroupStreams(7, ["host=a", "host=b", "host=c"], "interval")
+    for i, key in enumerate(["host=a", "host=b", "host=c"]):
+        out = np.empty(1000)
+        streams.fill(i, out)
+        assert np.array_equal(out, group_generator(7, key, "interval").random(1000))
+        assert np.array_equal(out, streams[i].random(1000))
+    other = np.empty(1000)
+    GroupStreams(8, ["host=a"], "interval").fill(0, other)
+    assert not np.array_equal(other, group_generator(7, "host=a", "interval").random(1000))

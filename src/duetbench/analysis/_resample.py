@@ -157,8 +157,12 @@ class _Workspace:
             for s, x in enumerate(rows)
         ]
         u, main = self.u, self.main
+        fill = getattr(generators, "fill", None)  # GroupStreams: no generator per group
         for i in range(gb):
-            generators[i].random(out=u[i])
+            if fill is not None:
+                fill(i, u[i])
+            else:
+                generators[i].random(out=u[i])
         # the short remainder streams of the block are decoded together
         idx_rest = self.rest.indices(u[:gb, main.doubles :]) if self.rest else None
         outs = [o[:gb] for o in self.out]

@@ -27,7 +27,7 @@ from scipy import special, stats
 from duetbench.errors import AnalysisError
 
 from ._resample import resample_blocks
-from ._table import LazyGenerators, check_seed, group_generator
+from ._table import GroupStreams, check_seed, group_generator
 
 IntervalMethod = Literal["t", "percentile", "bca", "studentized"]
 INTERVALS: tuple[str, ...] = ("t", "percentile", "bca", "studentized")
@@ -312,7 +312,7 @@ def bootstrap_interval(
         center = x[np.arange(len(gi)), near]
         d = x - center[:, None]
         target = d.sum(axis=1)  # the estimate, as a sum of centered values
-        gens = LazyGenerators(seed, [keys[i] for i in gi], _PURPOSE)
+        gens = GroupStreams(seed, [keys[i] for i in gi], _PURPOSE)
         lo_dev = np.empty(len(gi))
         hi_dev = np.empty(len(gi))
         consume = _interval_ends(method, x, mean[gi], target, b, alpha, lo_dev, hi_dev)
@@ -401,8 +401,9 @@ def weighted_bootstrap_interval(
             with np.errstate(invalid="ignore", divide="ignore"):
                 jk = (tot_s - s_c) / (tot_n - n_c)
             accel = _acceleration((h - 1) * (np.nanmean(jk, axis=1, keepdims=True) - jk))
-        for row, i in enumerate(gi):
-            group_generator(seed, keys[i], _PURPOSE).random(out=u)
+        streams = GroupStreams(seed, [keys[i] for i in gi], _PURPOSE)
+        for row in range(len(gi)):
+            streams.fill(row, u)
             w = (draw_poisson(u) if weights == "poisson" else u * 2.0).reshape(h, b)
             num = w[0] * s_c[row, 0]
             den = w[0] * n_c[row, 0]
