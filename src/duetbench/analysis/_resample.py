@@ -14,7 +14,12 @@ changing the resampling distribution:
   Draws are packed while ``m**p <= 2**39``, so ``v`` rests on 53 random bits for
   at most 39 bits of outcome: every outcome's probability is within 1e-4
   (relative) of exactly uniform -- far below the Monte Carlo error of any
-  bootstrap.
+  bootstrap. The digits are split in floating point, exactly (see
+  :meth:`_Stream.indices`).
+* **One loop per replicate sum.** A group's replicate sums are a CSR matrix of
+  ones (one row per replicate, one entry per table draw) times its table:
+  scipy's ``csr_matvec`` gathers and adds left to right in one pass. Without it,
+  numpy's take and column adds give the same sums.
 
 Every group draws from its own generator, and every operation is elementwise or
 reduces one group's own numbers in a fixed order, so a group's replicates do not
