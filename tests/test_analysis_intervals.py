@@ -128,7 +128,6 @@ def test_a_groups_interval_does_not_depend_on_the_other_groups() -> None:
     assert full.low[3] == alone.low[0] and full.high[3] == alone.high[0]
 
 
-
 @pytest.mark.parametrize("method", ["bca", "percentile", "studentized"])
 def test_intervals_are_bit_identical_whatever_the_thread_count(
     method: str, monkeypatch: pytest.MonkeyPatch
@@ -150,7 +149,6 @@ def test_intervals_are_bit_identical_whatever_the_thread_count(
     assert np.array_equal(one, many)
 
 
-
 @pytest.mark.parametrize("n", [2, 5, 20, 31])
 def test_the_scipy_kernel_and_the_numpy_path_resample_bit_identically(
     n: int, monkeypatch: pytest.MonkeyPatch
@@ -166,11 +164,13 @@ def test_the_scipy_kernel_and_the_numpy_path_resample_bit_identically(
     slow, slow_sq = resample_sums(d, gens(), 777, squares=True, threads=1)
     assert np.array_equal(fast, slow) and np.array_equal(fast_sq, slow_sq)
 
+
 @pytest.mark.parametrize("value", ["0", "many", "-2"])
 def test_a_bad_thread_count_says_what_to_set(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DUETBENCH_THREADS", value)
     with pytest.raises(AnalysisError, match="DUETBENCH_THREADS.*whole number"):
         bootstrap_interval([1.0, 2.0, 4.0], [0, 0, 0], ["k"], method="bca", resamples=99)
+
 
 def test_compare_is_reproducible_and_adding_a_benchmark_changes_nothing_else() -> None:
     df = simulate(benchmarks=4, runs=10, iterations=20, outlier_p=0.02, seed=9)
