@@ -33,11 +33,10 @@ from __future__ import annotations
 import math
 import queue
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._threads import analysis_threads
+from ._threads import analysis_threads, thread_map
 
 try:  # scipy's CSR kernel: a gather and a sum in one loop, about half numpy's two passes
     from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
@@ -96,7 +95,7 @@ class _Stream:
         self.doubles = -(-count // self.per)
         self.scale = float(m**self.per) * _SHRINK
         shape = (groups, self.doubles)
-        self.rest = np.empty(shape)  # floor(v / m**j) * m**j ... as remainder + 1/2
+        self.remainder = np.empty(shape)  # the undecoded rest of v, plus 1/2
         self.quot = np.empty(shape)
         self.index = np.empty((groups, self.per, self.doubles), dtype=np.int64)
 
@@ -111,7 +110,7 @@ class _Stream:
         and ``g - quotient * m**j`` the exact remainder plus 1/2.
         """
         gb = u.shape[0]
-        g, quot, index = self.rest[:gb], self.quot[:gb], self.index[:gb]
+        g, quot, index = self.remainder[:gb], self.quot[:gb], self.index[:gb]
         np.multiply(u, self.scale, out=g)
         np.floor(g, out=g)
         np.add(g, 0.5, out=g)
@@ -141,7 +140,6 @@ class _Workspace:
         self.tab_k = [np.empty((_BLOCK, n**k)) for _ in range(n_stats)]
         self.tab_r = [np.empty((_BLOCK, n**self.r)) for _ in range(n_stats)] if self.r else None
         self.vals = np.empty(b * self.q)
-        self.vals_r = np.empty(b)
         self.out = [np.empty((_BLOCK, b)) for _ in range(n_stats)]
         self.b = b
         # replicate i sums entries i*q .. i*q + q - 1 of the main indices: a CSR
@@ -242,13 +240,7 @@ def resample_blocks(
         finally:
             pool.put(ws)
 
-    if workers == 1:
-        for g0 in starts:
-            run(g0)
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="duet-bootstrap") as ex:
-        for fut in [ex.submit(run, g0) for g0 in starts]:
-            fut.result()
+    thread_map(run, starts, threads=workers)
 
 
 def resample_sums(
