@@ -98,7 +98,7 @@ def test_five_percent_more_ops_five_percent_more_cpu_time(workload: Path, kind: 
     """A +5 % change is a known answer too: in CPU time, which sharing the core with other
     tenants barely changes (their wall-time phases make +-2 % on 30 ms iterations flaky)."""
     seen: list[float] = []
-    for _ in range(3):
+    for _ in range(6):  # retries: the shared host shifts CPU time by +-10 % for minutes
         rounds = [
             cpu_seconds(workload, kind, round(OPS[kind] * 1.05), 3)
             / cpu_seconds(workload, kind, OPS[kind], 3)
