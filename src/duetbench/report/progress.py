@@ -82,7 +82,7 @@ class RichObserver:
             order = f" {spec.order}" if spec.order else ""
             msg = f" - {record.get('message')}" if record.get("message") else ""
             line = (
-                f"[{style}]{status:<11}[/] {spec.run_id}{order} iterations {its} "
+                f"[{style}]{status:<11}[/] {spec.run_id}{order} {its} "
                 f"({time.monotonic() - self._t_run.pop(spec.run_id, time.monotonic()):.1f} s){msg}"
             )
             (self.progress.console if self.progress else self.console).print(line, highlight=False)
