@@ -89,6 +89,13 @@ def group_alive(pgid: int) -> bool:
         return True
 
 
+def _group_left(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether anything of the driver's process group still lives. The driver is reaped
+    first: an unreaped driver is a zombie that keeps its group "alive" for ``killpg``."""
+    proc.poll()
+    return group_alive(proc.pid)
+
+
 class LocalExecutor:
     """Runs a RunSpec with local processes. ``exec_prefix`` lets the container executor reuse it."""
 
@@ -357,7 +364,7 @@ class LocalExecutor:
             side_info[pair]["terminated"] = True
             kill_group(proc.pid, signal.SIGTERM)
         end = time.monotonic() + grace
-        while time.monotonic() < end and any(group_alive(d.pid) for d in live.values()):
+        while time.monotonic() < end and any(_group_left(d) for d in live.values()):
             time.sleep(0.02)
         for pair, proc in live.items():
             kill_group(proc.pid, signal.SIGKILL)
