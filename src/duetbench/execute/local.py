@@ -17,6 +17,7 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
+from .guarded import group_alive, kill_group
 
 ReadyTimeout = 120.0
 
@@ -70,23 +71,6 @@ def stderr_tail(path: Path, limit: int = 2000) -> str:
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def _group_left(proc: subprocess.Popen[bytes]) -> bool:

@@ -41,7 +41,6 @@ import re
 import shutil
 import signal
 import stat
-import subprocess
 import tempfile
 import threading
 import time
@@ -57,6 +56,7 @@ import numpy as np
 
 from ..config.model import Experiment
 from ..errors import DuetError, ExecutorError
+from ..execute.guarded import run_captured
 from ..hosts import detect_host, host_name, run_artifacts
 from ..plan import RunSpec, make_plan, stable_key
 from ..store import ResultsStore
@@ -276,20 +276,16 @@ def probe_worker(artifacts: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def host_command(command: str, base_dir: str) -> dict[str, Any]:
-    """On a worker: the experiment's ``setup``/``teardown`` command (once per host)."""
+    """On a worker: the experiment's ``setup``/``teardown`` command (once per host), in its
+    own process group that dies with the worker (execute/guarded.py)."""
     cwd = base_dir if base_dir and os.path.isdir(base_dir) else None
     try:
-        p = subprocess.run(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=3600,
-        )
-        return {"exit_code": p.returncode, "stderr": p.stderr[-2000:]}
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        p = run_captured(["/bin/sh", "-c", command], cwd=cwd, timeout=3600, stdout_limit=0)
+    except OSError as exc:
         return {"exit_code": None, "stderr": str(exc)}
+    if p.timed_out:
+        return {"exit_code": None, "stderr": f"timed out after 3600 s\n{p.stderr}"}
+    return {"exit_code": p.returncode, "stderr": p.stderr}
 
 
 def pack_dir(root: Path) -> list[tuple[str, str, int, bytes | str]]:
