@@ -203,3 +203,37 @@ def test_binary_setup_output_neither_crashes_nor_hides_the_failure(tmp_path):
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "exited with 5" in r.stderr and "last words" in r.stderr and "bin\ufffd" in r.stderr
+
+
+# ------------------------------------------------------------- exit status
+
+
+def test_run_with_failed_runs_exits_4_keeps_everything_and_says_where_to_look(tmp_path):
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(
+        "experiment: {name: ex, seed: 1, repetitions: {aduet: 2, seqn: 0}, default_artifacts: false}\n"
+        "benchmarks:\n"
+        "  fine: {command: 'true', iterations: 3}\n"
+        "  breaks: {command: 'sh -c \"exit 3\"', iterations: 3}\n"
+    )
+    out = tmp_path / "res"
+    r = run_duet("run", str(cfg), "-o", str(out))
+    err = " ".join(r.stderr.split())
+    assert r.returncode == 4, r.stderr
+    assert "fine" in r.stdout and "verdict" in r.stdout  # the verdict table is still printed
+    assert "2 run(s) did not end well (2 failed" in err
+    assert str(out / "ex" / "runs" / "breaks.aduet.000" / "run.json") in err
+    journal = (out / "ex" / "journal.jsonl").read_text().splitlines()
+    assert len(journal) == 4  # every finished run kept
+    # the experiment's state, not only this invocation's: a resume with nothing left says 4
+    r = run_duet("run", str(cfg), "-o", str(out), "--resume", "--no-compare")
+    assert r.returncode == 4, r.stderr
+    # ... for the benchmarks asked for
+    r = run_duet("run", str(cfg), "-o", str(out), "--resume", "--no-compare", "--only", "fine")
+    assert r.returncode == 0, r.stderr
+    # a cluster run reports the same
+    r = run_duet(
+        "run", str(cfg), "-o", str(tmp_path / "cl"), "--cluster", "local:1", "--no-compare"
+    )
+    assert r.returncode == 4, r.stderr
+    assert "2 run(s) did not end well" in " ".join(r.stderr.split())

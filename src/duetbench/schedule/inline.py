@@ -94,7 +94,8 @@ def open_store(
 def _comparable(d: dict[str, Any]) -> Any:
     import json
 
-    d = {k: v for k, v in d.items() if k not in ("executor", "base_dir")}
+    # hang_timeout only decides when a run is given up: it may change between resumes
+    d = {k: v for k, v in d.items() if k not in ("executor", "base_dir", "hang_timeout")}
     return json.loads(json.dumps(d, default=str))
 
 
