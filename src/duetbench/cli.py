@@ -7,10 +7,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import DuetError
+
+if TYPE_CHECKING:
+    from .config.model import Experiment
 
 # Exit statuses of every `duet` command (README.md, "Exit status"; docs/results.md).
 EXIT_OK = 0
@@ -26,6 +29,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run an experiment from a duet.yml",
         description="Run an experiment: every planned run of every benchmark and method.",
+        epilog="exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
+        "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
+        "continues)",
     )
     p.add_argument("config", type=Path, help="the duet.yml")
     p.add_argument(
@@ -136,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _runs_not_ok(root: Path, exp: Any, only: list[str] | None) -> dict[str, str]:
+def _runs_not_ok(root: Path, exp: Experiment, only: list[str] | None) -> dict[str, str]:
     """The experiment's finished runs (this invocation's and earlier ones) that are not ok."""
     from .plan import make_plan
     from .store import ResultsStore
