@@ -116,7 +116,9 @@ benchmarks:
     timeout: 1.5s
     command: "sleep 0.2"
 """)
-    assert run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare").returncode == 0
+    assert (
+        run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare").returncode == 4
+    )  # a timed-out run: exit 4 (README, "Exit status")
     rep = process(tmp_path / "res" / "to")
     assert rep.runs_partial == 1 and rep.runs_excluded == {}
     per_side = rep.table.groupby("pair").size()

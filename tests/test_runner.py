@@ -152,7 +152,8 @@ benchmarks:
     )
     t0 = time.monotonic()
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 4, r.stderr  # finished, some runs failed (README, "Exit status")
+    assert "2 run(s) did not end well (1 failed, 1 timeout" in " ".join(r.stderr.split())
     assert time.monotonic() - t0 < 60
     root = tmp_path / "res" / "t"
     status = {
@@ -286,7 +287,7 @@ benchmarks:
 """,
     )
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
-    assert r.returncode == 0
+    assert r.returncode == 4, r.stderr
     run = json.loads((tmp_path / "res" / "t" / "runs" / "ext.aduet.000" / "run.json").read_text())
     assert run["status"] == "failed" and "nothere.csv" in run["message"]
 

@@ -7,9 +7,21 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import DuetError
+
+if TYPE_CHECKING:
+    from .config.model import Experiment
+
+# Exit statuses of every `duet` command (README.md, "Exit status"; docs/results.md).
+EXIT_OK = 0
+EXIT_REGRESSION = 1  # `duet compare --fail-on-regression`: a verdict is "slower"
+EXIT_USAGE = 2  # bad flags, config, input files (a DuetError)
+EXIT_INCONCLUSIVE = 3  # reserved: a gate or stopping rule that cannot decide yet
+EXIT_RUNS_FAILED = 4  # `duet run` finished, but some runs failed, timed out or hung
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM; `duet run --resume` continues
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +29,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run an experiment from a duet.yml",
         description="Run an experiment: every planned run of every benchmark and method.",
+        epilog="exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
+        "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
+        "continues)",
     )
     p.add_argument("config", type=Path, help="the duet.yml")
     p.add_argument(
@@ -115,10 +130,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         summary = run_experiment(exp, args.output, resume=args.resume, only=only, observer=observer)
     if summary.interrupted:
-        return 130
+        return EXIT_INTERRUPTED
     if not args.no_compare:
         _compare_after_run(summary.root)
-    return 0
+    bad = _runs_not_ok(summary.root, exp, only)
+    if bad:
+        from .report.progress import print_runs_not_ok
+
+        print_runs_not_ok(observer.console, summary.root, bad)
+        return EXIT_RUNS_FAILED
+    return EXIT_OK
+
+
+def _runs_not_ok(root: Path, exp: Experiment, only: list[str] | None) -> dict[str, str]:
+    """The experiment's finished runs (this invocation's and earlier ones) that are not ok."""
+    from .plan import make_plan
+    from .store import ResultsStore
+
+    ids = {r.run_id for r in make_plan(exp, only)}
+    finished = ResultsStore.open(root).finished()
+    return {
+        rid: str(e.get("status"))
+        for rid, e in sorted(finished.items())
+        if rid in ids and e.get("status") != "ok"
+    }
 
 
 def _compare_after_run(root: Path) -> None:
@@ -176,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .execute.guarded import run_captured
+
 
 def host_name() -> str:
     return socket.gethostname() or "localhost"
@@ -93,33 +95,31 @@ def _read(path: str) -> str | None:
         return None
 
 
+#: Bytes of an artifact command's output kept in hosts/<host>.json (the rest is counted).
+ARTIFACT_OUTPUT_LIMIT = 1 << 20
+
+
 def run_artifacts(
     artifacts: Iterable[tuple[str, str]], *, prefix: list[str] | None = None, timeout: float = 30.0
 ) -> dict[str, dict[str, Any]]:
     """Run each artifact command (through ``sh -c``; ``prefix`` e.g. a container exec).
 
-    A failing command is recorded with its exit code and stderr, never raised.
+    A failing command is recorded with its exit code and stderr, never raised. Each runs in
+    its own process group that dies with duet run (execute/guarded.py); its output is kept
+    up to ``ARTIFACT_OUTPUT_LIMIT`` bytes, non-UTF-8 bytes as replacement characters.
     """
     out: dict[str, dict[str, Any]] = {}
     for name, command in artifacts:
         argv = [*(prefix or []), "sh", "-c", command]
         try:
-            p = subprocess.run(
-                argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-            )
-            out[name] = {
-                "command": command,
-                "exit_code": p.returncode,
-                "stdout": p.stdout,
-                "stderr": p.stderr[-2000:],
-            }
-        except subprocess.TimeoutExpired:
-            out[name] = {
-                "command": command,
-                "exit_code": None,
-                "stdout": "",
-                "stderr": f"timed out after {timeout}s",
-            }
+            p = run_captured(argv, timeout=timeout, stdout_limit=ARTIFACT_OUTPUT_LIMIT, grace=1.0)
         except OSError as exc:
             out[name] = {"command": command, "exit_code": None, "stdout": "", "stderr": str(exc)}
+            continue
+        out[name] = {
+            "command": command,
+            "exit_code": p.returncode,
+            "stdout": p.stdout,
+            "stderr": f"timed out after {timeout}s" if p.timed_out else p.stderr,
+        }
     return out

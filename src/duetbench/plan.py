@@ -53,6 +53,7 @@ class RunSpec:
     timeout: float | None = None
     busy_shorter_side: bool = False
     kill_grace: float = 5.0
+    hang_timeout: float | None = None  # seconds every running side may idle; None: no check
     cpus: str | tuple[int, ...] = "auto"
     executor: str = "local"
     container: dict[str, Any] = field(default_factory=dict)
@@ -202,6 +203,7 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 timeout=bench.timeout,
                 busy_shorter_side=bench.busy_shorter_side,
                 kill_grace=exp.kill_grace,
+                hang_timeout=bench.hang_timeout,
                 cpus=bench.cpus,
                 executor=exp.executor,
                 container=container,

@@ -25,7 +25,7 @@ from typing import Any
 from . import __version__
 from .errors import ResultsDirError
 
-FINISHED = ("ok", "failed", "timeout")
+FINISHED = ("ok", "failed", "timeout", "hung")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -11,7 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
-from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
+from .model import (
+    DEFAULT_ARTIFACTS,
+    DEFAULT_HANG_TIMEOUT,
+    Benchmark,
+    ContainerSettings,
+    Experiment,
+    Side,
+)
 from .schema_models import (
     NativeBenchmark,
     NativeConfig,
@@ -454,6 +461,7 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
                 suite=suite or (harness if harness != "command" else name),
                 repetitions=reps,
                 timeout=timeout if timeout else None,  # the thesis: 0 or less is no timeout
+                hang_timeout=_hang_value(g("hang_timeout")),
                 iterations=g("iterations", 10),
                 time_budget=g("time_budget"),
                 warmup=g("warmup", 0),
@@ -567,6 +575,14 @@ def _engine_kind(engine: str | None) -> str | None:
     return "docker"
 
 
+def _hang_value(*choices: float | None) -> float | None:
+    """The first `hang_timeout` set (most specific first), else the default; 0 (off): None."""
+    for v in choices:
+        if v is not None:
+            return v or None
+    return DEFAULT_HANG_TIMEOUT
+
+
 def _cpus_value(v: Any) -> str | tuple[int, ...]:
     return v if isinstance(v, str) else tuple(v)
 
@@ -674,6 +690,7 @@ def _load_native(doc: LocatedYaml) -> Experiment:
                 suite=m.suite or (harness if harness != "command" else "command"),
                 repetitions=tuple(reps.items()),
                 timeout=m.timeout if m.timeout is not None else exp.timeout,
+                hang_timeout=_hang_value(m.hang_timeout, exp.hang_timeout),
                 iterations=None if m.time_budget is not None else (m.iterations or 10),
                 time_budget=m.time_budget,
                 warmup=m.warmup if m.warmup is not None else 0,

@@ -11,6 +11,10 @@ from typing import Any
 
 METHOD_NAMES = ("seqn", "aduet", "sduet")
 
+#: Seconds every running side of a run may stay below 1 % of a CPU before the run is
+#: stopped as ``hung`` (docs/config.md, "Hang detection"); ``hang_timeout: off`` disables it.
+DEFAULT_HANG_TIMEOUT = 120.0
+
 #: The thesis tool's artifact commands, collected per host by default.
 DEFAULT_ARTIFACTS: dict[str, str] = {
     "lscpu": "lscpu",
@@ -45,6 +49,7 @@ class Benchmark:
     suite: str = ""
     repetitions: tuple[tuple[str, int], ...] = (("seqn", 0), ("aduet", 1), ("sduet", 0))
     timeout: float | None = None  # seconds per run
+    hang_timeout: float | None = DEFAULT_HANG_TIMEOUT  # idle seconds before "hung"; None: off
     iterations: int | None = 10  # built-in harness: iterations per run
     time_budget: float | None = None  # built-in harness: seconds per run (instead of iterations)
     warmup: int | str = 0  # iterations dropped by the analysis (int or "half")

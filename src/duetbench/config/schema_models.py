@@ -31,6 +31,18 @@ def _duration(v: Any) -> Any:
     raise ValueError("expected a duration such as 30, '90s' or '5m'")
 
 
+def _hang_timeout(v: Any) -> Any:
+    """`hang_timeout`: a duration, or off (`off`, `false`, `none`, `0`: no hang detection)."""
+    if v is False or v == 0 or (isinstance(v, str) and v.strip().lower() in _OFF):
+        return 0.0
+    if v is True:
+        raise ValueError("write a duration such as '120s' or '5m', or off")
+    return _duration(v)
+
+
+_OFF = ("off", "no", "none", "false", "0")
+
+
 def _str_map(v: Any) -> Any:
     if isinstance(v, dict):
         out = {}
@@ -104,6 +116,7 @@ def _thesis_timeout(v: Any) -> Any:
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
+HangTimeout = Annotated[float, BeforeValidator(_hang_timeout)]  # 0.0: off
 StrMap = Annotated[dict[str, str], BeforeValidator(_str_map)]
 Cpus = Annotated[Literal["auto", "none"] | list[NonNegativeInt], BeforeValidator(_cpus)]
 StrList = Annotated[list[str], BeforeValidator(_str_list)]
@@ -145,6 +158,7 @@ class NativeBenchmark(NativeSide):
     suite: Text | None = None
     repetitions: NativeRepetitions | Count | None = None
     timeout: Duration | None = None
+    hang_timeout: HangTimeout | None = None
     iterations: PositiveInt | None = None
     time_budget: Duration | None = None
     warmup: Warmup | None = None
@@ -193,6 +207,7 @@ class NativeExperiment(_Strict):
     schedule: Schedule = "rmit"
     repetitions: NativeRepetitions | Count | None = None
     timeout: Duration | None = None
+    hang_timeout: HangTimeout | None = None
     artifacts: StrMap | None = None
     default_artifacts: bool = True
     executor: Literal["local", "docker", "podman"] = "local"
@@ -258,6 +273,7 @@ class _ThesisInheritable(_Strict):
     env: StrMap | None = None
     workdir: Text | None = None
     cpus: Cpus | None = None
+    hang_timeout: HangTimeout | None = None
     busy_shorter_side: bool | None = None
 
 

@@ -52,6 +52,7 @@ from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
 from .driver import _SHELL_CHARS
+from .hang import CgroupCpu, CpuProbe
 from .local import LocalExecutor, ReadyTimeout, RunOutcome, expand_results, resolve_cpus, side_cpus
 
 MOUNT_DIR = "/.duetbench"
@@ -102,6 +103,7 @@ class _RunState:
     images: dict[str, str] = field(default_factory=dict)  # pair -> image
     workdirs: dict[str, str] = field(default_factory=dict)  # pair -> working dir inside
     start_errors: dict[str, str] = field(default_factory=dict)
+    init_pids: dict[str, int] = field(default_factory=dict)  # pair -> host pid of pid 1
     cleanup_error: str = ""
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -559,6 +561,31 @@ class ContainerExecutor(LocalExecutor):
                 if res.returncode != 0:
                     st.start_errors[pair] = _tail(res.stderr, 800) + _hint(res.stderr)
             st.timings["start_s"] = round(time.monotonic() - t0, 3)
+        if spec.hang_timeout:
+            self._find_init_pids(st)
+
+    def _find_init_pids(self, st: _RunState) -> None:
+        """The host pid of every started container's pid 1: hang detection reads the CPU
+        time of its cgroup (execute/hang.py). Asked once, before the go."""
+        pairs = [p for p in st.names if p not in st.start_errors]
+        if not pairs:
+            return
+        p = _engine_run(
+            st.engine("inspect", "--format", "{{.State.Pid}}", *(st.names[x] for x in pairs))
+        )
+        values = p.stdout.split()
+        if p.returncode == 0 and len(values) == len(pairs):
+            st.init_pids = {
+                pair: int(v) for pair, v in zip(pairs, values, strict=True) if v.isdigit()
+            }
+
+    def cpu_probe(
+        self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
+    ) -> CpuProbe | None:
+        """The side's container's cgroup; None (never idle) when it cannot be read."""
+        st = self._runs.get(spec.run_id)
+        pid = st.init_pids.get(side.pair) if st is not None else None
+        return CgroupCpu.of_process(pid) if pid else None
 
     def side_cwd(self, spec: RunSpec, side: SideSpec, side_dir: Path) -> str:
         """Where the driver runs the engine client: the side directory on the host."""

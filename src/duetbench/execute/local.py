@@ -17,6 +17,8 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
+from .guarded import group_alive, kill_group
+from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
 
 ReadyTimeout = 120.0
 
@@ -72,21 +74,11 @@ def stderr_tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
-def kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+def _group_left(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether anything of the driver's process group still lives. The driver is reaped
+    first: an unreaped driver is a zombie that keeps its group "alive" for ``killpg``."""
+    proc.poll()
+    return group_alive(proc.pid)
 
 
 class LocalExecutor:
@@ -231,10 +223,15 @@ class LocalExecutor:
                 on_event("started", {"run_id": spec.run_id})
             # 3. wait, with the timeout
             deadline = time.monotonic() + spec.timeout if spec.timeout else None
-            timed_out = self._wait(drivers, deadline, coordinator, side_info)
-            if timed_out:
+            watch = self._hang_watch(spec, drivers)
+            stopped = self._wait(drivers, deadline, coordinator, side_info, watch)
+            if stopped == "timeout":
                 record["status"] = "timeout"
                 record["message"] = f"timeout after {spec.timeout:g} s; both sides stopped"
+                self._terminate(drivers, spec.kill_grace, side_info)
+            elif stopped is not None:
+                record["status"] = "hung"
+                record["message"] = stopped
                 self._terminate(drivers, spec.kill_grace, side_info)
         except BaseException as exc:  # Ctrl-C, SIGTERM of duet run, or a bug: never leave processes
             interrupted = exc
@@ -324,13 +321,30 @@ class LocalExecutor:
         finally:
             driver_err.close()
 
+    def cpu_probe(
+        self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
+    ) -> CpuProbe | None:
+        """What measures a side's CPU time for hang detection (None: it cannot be measured,
+        the side never counts as idle). Local sides: the driver and its descendants."""
+        return ProcessTreeCpu(driver.pid)
+
+    def _hang_watch(
+        self, spec: RunSpec, drivers: dict[str, subprocess.Popen[bytes]]
+    ) -> HangWatch | None:
+        if not spec.hang_timeout:
+            return None
+        probes = {s.pair: self.cpu_probe(spec, s, drivers[s.pair]) for s in spec.sides}
+        return HangWatch(spec.hang_timeout, probes, time.monotonic())
+
     def _wait(
         self,
         drivers: dict[str, subprocess.Popen[bytes]],
         deadline: float | None,
         coordinator: Any,
         side_info: dict[str, dict[str, Any]],
-    ) -> bool:
+        watch: HangWatch | None = None,
+    ) -> str | None:
+        """Wait for every side to end; ``"timeout"`` or the hung message when stopped early."""
         pending = dict(drivers)
         while pending:
             for pair, proc in list(pending.items()):
@@ -340,11 +354,17 @@ class LocalExecutor:
                     if coordinator is not None:
                         coordinator.side_finished(pair)
             if not pending:
-                return False
-            if deadline is not None and time.monotonic() >= deadline:
-                return True
+                return None
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return "timeout"
+            if watch is not None and watch.due(now):
+                idle = watch.check(now, pending)
+                if idle:
+                    finished = [p for p in drivers if p not in pending]
+                    return hung_message(idle, watch.limit, finished)
             time.sleep(0.01)
-        return False
+        return None
 
     def _terminate(
         self,
@@ -357,7 +377,7 @@ class LocalExecutor:
             side_info[pair]["terminated"] = True
             kill_group(proc.pid, signal.SIGTERM)
         end = time.monotonic() + grace
-        while time.monotonic() < end and any(group_alive(d.pid) for d in live.values()):
+        while time.monotonic() < end and any(_group_left(d) for d in live.values()):
             time.sleep(0.02)
         for pair, proc in live.items():
             kill_group(proc.pid, signal.SIGKILL)

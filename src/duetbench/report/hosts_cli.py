@@ -12,7 +12,7 @@ from ..errors import ResultsDirError
 from ..store import ResultsStore
 
 SCHEMA_ID = "duetbench.hosts/1"
-STATUSES = ("ok", "failed", "timeout", "interrupted", "lost")
+STATUSES = ("ok", "failed", "timeout", "hung", "interrupted", "lost")
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -162,7 +162,7 @@ def cmd_hosts(args: argparse.Namespace) -> int:
     table = Table(title=f"{report['experiment']}: {len(report['hosts'])} host(s)")
     for col in ("host", "CPU", "CPUs", "mem GB", "kernel", "virt", "engines"):
         table.add_column(col)
-    for col in ("ok", "failed", "timeout", "lost"):
+    for col in ("ok", "failed", "timeout", "hung", "lost"):
         table.add_column(col, justify="right")
     table.add_column("health")
     style = {"ok": "green", "flagged": "bold red", "excluded": "dim", "quarantined": "red"}
@@ -182,6 +182,7 @@ def cmd_hosts(args: argparse.Namespace) -> int:
             str(runs["ok"]),
             str(runs["failed"]),
             str(runs["timeout"]),
+            str(runs["hung"]),
             str(runs["lost"]),
             health,
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -20,7 +22,13 @@ from ..plan import RunSpec
 from ..schedule.inline import ExperimentSummary
 from ..store import ResultsStore
 
-STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow", "interrupted": "magenta"}
+STATUS_STYLE = {
+    "ok": "green",
+    "failed": "red",
+    "timeout": "yellow",
+    "hung": "dark_orange",
+    "interrupted": "magenta",
+}
 
 
 class RichObserver:
@@ -82,7 +90,7 @@ class RichObserver:
             order = f" {spec.order}" if spec.order else ""
             msg = f" - {record.get('message')}" if record.get("message") else ""
             line = (
-                f"[{style}]{status:<11}[/] {spec.run_id}{order} iterations {its} "
+                f"[{style}]{status:<11}[/] {spec.run_id}{order} {its} "
                 f"({time.monotonic() - self._t_run.pop(spec.run_id, time.monotonic()):.1f} s){msg}"
             )
             (self.progress.console if self.progress else self.console).print(line, highlight=False)
@@ -106,9 +114,25 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
     if summary.all_cores_busy:
         console.print(
             "[yellow]note:[/] duet runs used every core of this machine; the OS and other tenants "
-            "then land on one side only, which widens the intervals (METHODS.md 1)."
+            "then land on one side only, which widens the intervals (docs/performance.md, "
+            "'Methods study')."
         )
     for note in getattr(summary, "notes", []) or []:
         console.print(f"[yellow]note:[/] {note}")
     if summary.interrupted:
         console.print(f"Continue with: duet run <config> -o {summary.root.parent} --resume")
+
+
+def print_runs_not_ok(console: Console, root: Path, bad: dict[str, str]) -> None:
+    """One line at the very end: how many runs did not end well, and where to read why."""
+    counts: dict[str, int] = {}
+    for status in bad.values():
+        counts[status] = counts.get(status, 0) + 1
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    first = root / "runs" / next(iter(bad)) / "run.json"
+    console.print(
+        f"[red bold]{len(bad)} run(s) did not end well[/] ({kinds}; failed and hung runs are "
+        "not analysed, timed-out runs keep their finished iterations). Why: `message` in each "
+        f"run's run.json, e.g. {escape(str(first))}. Exit status 4.",
+        highlight=False,
+    )

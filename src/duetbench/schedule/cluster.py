@@ -18,7 +18,7 @@ one run in flight per *host* and decides which host runs what:
   through the same :class:`ResultsStore` (atomic rename, journal);
 - a run whose worker dies (or whose task raises) is an attempt *lost*: it goes
   back to the queue and runs on another host, at most ``max(1, retries)`` times;
-  a run that fails for its own reasons (status ``failed``/``timeout``) is final;
+  a run that fails for its own reasons (status ``failed``/``timeout``/``hung``) is final;
 - host health (:func:`host_health`) flags hosts whose runs fail far more often
   than the others'; scheduling events go to ``cluster.jsonl``.
 
@@ -41,7 +41,6 @@ import re
 import shutil
 import signal
 import stat
-import subprocess
 import tempfile
 import threading
 import time
@@ -57,6 +56,7 @@ import numpy as np
 
 from ..config.model import Experiment
 from ..errors import DuetError, ExecutorError
+from ..execute.guarded import run_captured
 from ..hosts import detect_host, host_name, run_artifacts
 from ..plan import RunSpec, make_plan, stable_key
 from ..store import ResultsStore
@@ -81,8 +81,8 @@ WAIT_WORKERS_S = float(os.environ.get("DUET_CLUSTER_WAIT", "60"))
 HOST_GRACE_S = 30.0
 #: Consecutive lost attempts (worker died / task raised) after which a host gets no more runs.
 QUARANTINE_AFTER = 3
-#: Status counted against a host's health besides ``failed``/``timeout``.
-FAILURE_KINDS = ("failed", "timeout", "lost", "interrupted")
+#: Statuses counted against a host's health.
+FAILURE_KINDS = ("failed", "timeout", "hung", "lost", "interrupted")
 _POLL_S = 0.25  # longest wait for a result before looking at the workers again
 _WORKER_POLL_S = 1.0  # how often the worker list is fetched from the scheduler
 
@@ -217,7 +217,7 @@ def host_health(
 ) -> dict[str, dict[str, Any]]:
     """Per host: runs, failures, failure rate, and whether it is *flagged*.
 
-    ``counts[host]`` maps outcomes (``ok``, ``failed``, ``timeout``, ``lost``, ``interrupted``)
+    ``counts[host]`` maps outcomes (``ok``, ``failed``, ``timeout``, ``hung``, ``lost``, ``interrupted``)
     to how often they happened there; everything but ``ok`` is a failure. A host is flagged
     when it has at least 2 failures and, were it as reliable as the other hosts together
     (their failure rate, smoothed by +0.5/+1), seeing that many failures would have
@@ -276,20 +276,16 @@ def probe_worker(artifacts: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def host_command(command: str, base_dir: str) -> dict[str, Any]:
-    """On a worker: the experiment's ``setup``/``teardown`` command (once per host)."""
+    """On a worker: the experiment's ``setup``/``teardown`` command (once per host), in its
+    own process group that dies with the worker (execute/guarded.py)."""
     cwd = base_dir if base_dir and os.path.isdir(base_dir) else None
     try:
-        p = subprocess.run(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=3600,
-        )
-        return {"exit_code": p.returncode, "stderr": p.stderr[-2000:]}
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        p = run_captured(["/bin/sh", "-c", command], cwd=cwd, timeout=3600, stdout_limit=0)
+    except OSError as exc:
         return {"exit_code": None, "stderr": str(exc)}
+    if p.timed_out:
+        return {"exit_code": None, "stderr": f"timed out after 3600 s\n{p.stderr}"}
+    return {"exit_code": p.returncode, "stderr": p.stderr}
 
 
 def pack_dir(root: Path) -> list[tuple[str, str, int, bytes | str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from typing import Any, Protocol
 from ..config.model import Experiment
 from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
-from ..execute.local import kill_group
+from ..execute.guarded import Guarded, run_captured
 from ..hosts import detect_host, host_name, run_artifacts
 from ..plan import RunSpec, make_plan
 from ..store import ResultsStore
@@ -95,7 +94,8 @@ def open_store(
 def _comparable(d: dict[str, Any]) -> Any:
     import json
 
-    d = {k: v for k, v in d.items() if k not in ("executor", "base_dir")}
+    # hang_timeout only decides when a run is given up: it may change between resumes
+    d = {k: v for k, v in d.items() if k not in ("executor", "base_dir", "hang_timeout")}
     return json.loads(json.dumps(d, default=str))
 
 
@@ -117,31 +117,16 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 @contextmanager
 def _background(command: str | None, cwd: str) -> Iterator[None]:
-    """A command that lives for the experiment (e.g. a noisy neighbour); always stopped."""
+    """A command that lives for the experiment (e.g. a noisy neighbour); always stopped,
+    with its whole process group, also when duet run is killed (execute/guarded.py)."""
     if not command:
         yield
         return
-    proc = subprocess.Popen(
-        ["/bin/sh", "-c", command],
-        cwd=cwd or None,
-        process_group=0,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = Guarded(["/bin/sh", "-c", command], cwd=cwd or None)
     try:
         yield
     finally:
-        kill_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        kill_group(proc.pid, signal.SIGKILL)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        proc.stop()
 
 
 def record_host(
@@ -158,18 +143,25 @@ def record_host(
     store.write_host(host, info)
 
 
+#: Bytes of the setup command's output kept to show the end of it when it fails.
+SETUP_OUTPUT_KEPT = 64 * 1024
+
+
 def run_setup_command(command: str | None, cwd: str) -> None:
-    """The experiment's `setup:`; a failure stops the experiment before any run (nothing is lost)."""
+    """The experiment's `setup:`; a failure stops the experiment before any run (nothing is lost).
+
+    Like every command duet starts, it runs in its own process group that Ctrl-C, SIGTERM
+    and a crash of duet run take down with it (execute/guarded.py)."""
     if not command:
         return
-    p = subprocess.run(
-        ["/bin/sh", "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with _sigterm_as_interrupt():
+        p = run_captured(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            merge_stderr=True,
+            stdout_limit=SETUP_OUTPUT_KEPT,
+            keep_stdout="tail",
+        )
     if p.returncode != 0:
         tail = "\n".join(p.stdout.strip().splitlines()[-5:])
         raise DuetError(
@@ -180,14 +172,7 @@ def run_setup_command(command: str | None, cwd: str) -> None:
 
 def run_teardown_command(command: str | None, cwd: str) -> None:
     if command:
-        subprocess.run(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            check=False,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        run_captured(["/bin/sh", "-c", command], cwd=cwd, stdout_limit=0, stderr_limit=0)
 
 
 def run_experiment(

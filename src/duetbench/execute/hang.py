@@ -1,0 +1,272 @@
+"""Hang detection: a run whose sides stop using the processor is stopped as ``hung``.
+
+A run that exceeds its ``timeout`` is stopped; so is a run in which every side still
+running has used less than ``IDLE_CPU_SHARE`` of one CPU for ``hang_timeout`` seconds
+(docs/config.md, "Hang detection"). A deadlocked benchmark (waiting on a lock, a pipe,
+a peer that died) uses no CPU at all; without this it would hold the machine until the
+timeout, or forever when there is none.
+
+*Every* side still running must be idle, not just one: in a synchronized duet the side
+that finishes an iteration first waits at the handshake for the other, idle by design,
+for as long as the other computes. A deadlocked side in a duet is therefore stopped
+when its peer is idle too or has finished.
+
+A side's CPU time is read by a *probe* the executor chooses: for local sides the user
+and system time of the side's driver and all its descendants (``/proc``), including the
+time of children they have reaped; for container sides the container's cgroup. The
+executor samples every side about once a second while the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+#: A side counts as idle while it uses less than this share of one CPU.
+IDLE_CPU_SHARE = 0.01
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class CpuProbe(Protocol):
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the side used since the probe's first reading; None: cannot tell."""
+        ...
+
+
+def _ticks(pid: int) -> int | None:
+    """utime + stime + cutime + cstime of ``pid`` (clock ticks), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    try:
+        return sum(int(x) for x in fields[11:15])
+    except (ValueError, IndexError):
+        return None
+
+
+def _children(pid: int) -> list[int] | None:
+    """Children of ``pid`` (of all its threads); None when the kernel does not list them."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        try:
+            out.extend(int(x) for x in Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
+        except FileNotFoundError:
+            if os.path.isdir(f"/proc/{pid}/task/{tid}"):
+                return None  # no CONFIG_PROC_CHILDREN: scan /proc instead
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _descendants_by_scan(root: int) -> list[int]:
+    parent: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+            parent[int(name)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, ()))
+    return out
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process descended from it."""
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        kids = _children(pid)
+        if kids is None:
+            return _descendants_by_scan(root)
+        todo.extend(kids)
+    return out
+
+
+class ProcessTreeCpu:
+    """The CPU time of a process and its descendants (a local side: its driver's tree).
+
+    Counted per process and only upwards, so a process that ends (its time then moves to
+    its parent's reaped-children time, or vanishes with an orphan) never makes the total
+    go back; a reaped child is counted twice, which only makes the side look busier.
+    """
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.last: dict[int, int] | None = None
+        self.total = 0
+
+    def cpu_seconds(self) -> float | None:
+        now: dict[int, int] = {}
+        for pid in process_tree(self.root):
+            t = _ticks(pid)
+            if t is not None:
+                now[pid] = t
+        if self.root not in now:  # the side has ended, or there is no /proc here
+            return None
+        if self.last is not None:
+            self.total += sum(max(0, t - self.last.get(pid, 0)) for pid, t in now.items())
+        self.last = now
+        return self.total / _CLK_TCK
+
+
+def _cgroup_mounts() -> tuple[str | None, str | None]:
+    """Mount points of the v1 ``cpuacct`` hierarchy and of the v2 hierarchy."""
+    v1 = v2 = None
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None, None
+    for line in lines:
+        pre, _, post = line.partition(" - ")
+        parts, fs = pre.split(), post.split()
+        if len(parts) < 5 or len(fs) < 3:
+            continue
+        if fs[0] == "cgroup2" and v2 is None:
+            v2 = parts[4]
+        elif fs[0] == "cgroup" and "cpuacct" in fs[2].split(","):
+            v1 = parts[4]
+    return v1, v2
+
+
+class CgroupCpu:
+    """The CPU time of a control group (a container side: the container's cgroup)."""
+
+    def __init__(self, usage_file: Path, scale: float, key: str | None = None) -> None:
+        self.usage_file, self.scale, self.key = usage_file, scale, key
+        self.first: float | None = None
+
+    @classmethod
+    def of_process(cls, pid: int) -> CgroupCpu | None:
+        """The cgroup ``pid`` is in, if its CPU usage can be read here."""
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        v1, v2 = _cgroup_mounts()
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            rel = path.lstrip("/")
+            if v1 and "cpuacct" in controllers.split(","):
+                probe = cls(Path(v1) / rel / "cpuacct.usage", 1e-9)
+            elif v2 and controllers == "":
+                probe = cls(Path(v2) / rel / "cpu.stat", 1e-6, "usage_usec")
+            else:
+                continue
+            if probe._read() is not None:
+                return probe
+        return None
+
+    def _read(self) -> float | None:
+        try:
+            text = self.usage_file.read_text()
+        except OSError:
+            return None
+        try:
+            if self.key is None:
+                return int(text.split()[0]) * self.scale
+            for line in text.splitlines():
+                k, _, v = line.partition(" ")
+                if k == self.key:
+                    return int(v) * self.scale
+        except (ValueError, IndexError):
+            return None
+        return None
+
+    def cpu_seconds(self) -> float | None:
+        value = self._read()
+        if value is None:
+            return None
+        if self.first is None:
+            self.first = value
+        return value - self.first
+
+
+@dataclass(frozen=True)
+class Idle:
+    """A side that used ``cpu_s`` of CPU in the last ``window_s`` seconds."""
+
+    pair: str
+    window_s: float
+    cpu_s: float
+
+
+class HangWatch:
+    """Samples the sides' CPU time; says when every running side has been idle too long."""
+
+    def __init__(self, limit: float, probes: Mapping[str, CpuProbe | None], now: float) -> None:
+        self.limit = limit
+        self.probes = dict(probes)
+        self.interval = min(1.0, max(0.1, limit / 5))
+        self.samples: dict[str, deque[tuple[float, float]]] = {p: deque() for p in self.probes}
+        self.next_at = now
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_at
+
+    def _sample(self, pair: str, now: float) -> None:
+        probe = self.probes.get(pair)
+        value = probe.cpu_seconds() if probe is not None else None
+        series = self.samples[pair]
+        if value is None:  # cannot tell: never idle
+            series.clear()
+            return
+        series.append((now, value))
+        # keep the newest sample at or before now - limit, drop the older ones
+        while len(series) >= 2 and series[1][0] <= now - self.limit:
+            series.popleft()
+
+    def _idle(self, pair: str, now: float) -> Idle | None:
+        series = self.samples[pair]
+        if len(series) < 2 or series[0][0] > now - self.limit:
+            return None  # not watched long enough
+        (t0, c0), (t1, c1) = series[0], series[-1]
+        used = c1 - c0
+        if used < IDLE_CPU_SHARE * (t1 - t0):
+            return Idle(pair, t1 - t0, used)
+        return None
+
+    def check(self, now: float, running: Iterable[str]) -> list[Idle] | None:
+        """Sample the running sides; every one of them idle for ``limit`` s: their Idle."""
+        self.next_at = now + self.interval
+        running = [p for p in running if p in self.probes]
+        for pair in running:
+            self._sample(pair, now)
+        idle = [self._idle(p, now) for p in running]
+        if not running or any(i is None for i in idle):
+            return None
+        return [i for i in idle if i is not None]
+
+
+def hung_message(idle: list[Idle], limit: float, finished: Iterable[str] = ()) -> str:
+    """Why the run was stopped and what to change when the benchmark idles by design."""
+    sides = "; ".join(
+        f"side {i.pair} used {i.cpu_s:.2f} s of CPU in the last {i.window_s:.0f} s" for i in idle
+    )
+    done = list(finished)
+    peers = f" (side {', '.join(done)} had finished)" if done else ""
+    return (
+        f"hung: {sides}{peers} -- less than {IDLE_CPU_SHARE:.0%} of a CPU for longer than "
+        f"hang_timeout ({limit:g} s); stopped. If the benchmark idles by design (sleeps, waits "
+        "on I/O or the network), set `hang_timeout: off` or a longer time for it "
+        "(docs/config.md, Hang detection)"
+    )
