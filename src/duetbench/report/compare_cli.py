@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..atomic import write_atomic
 from ..errors import DuetError
 
 if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
@@ -441,7 +442,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         render_terminal(rows, loaded, args)
     if out is not None:
         if args.output:
-            Path(args.output).write_text(out + ("" if out.endswith("\n") else "\n"))
+            write_atomic(args.output, out + ("" if out.endswith("\n") else "\n"))
         else:
             sys.stdout.write(out + ("" if out.endswith("\n") else "\n"))
     if args.fail_on_regression and (rows["verdict"] == "slower").any():
