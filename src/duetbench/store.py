@@ -1,6 +1,7 @@
 """The results directory (DESIGN.md): layout, atomic writes, the journal, resume.
 
     results/<experiment>/
+      .lock             held by the `duet run` using the directory (lock.py)
       experiment.json   tool version, resolved config, seed, the plan, start time
       journal.jsonl     one line per finished run, appended and fsynced
       hosts/<host>.json detected host configuration and artifact outputs
@@ -24,6 +25,7 @@ from typing import Any
 
 from . import __version__
 from .errors import ResultsDirError
+from .lock import LOCK_NAME
 
 FINISHED = ("ok", "failed", "timeout")
 
@@ -68,6 +70,16 @@ def _fsync_tree(root: Path) -> None:
         fsync_dir(Path(dirpath))
 
 
+def is_empty_dir(root: Path) -> bool:
+    """``root`` holds nothing (but possibly the lock file of a `duet run` that died early)."""
+    try:
+        return not (set(os.listdir(root)) - {LOCK_NAME})
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        raise ResultsDirError(f"cannot read {root}: {exc.strerror or exc}") from None
+
+
 class ResultsStore:
     """One experiment's results directory."""
 
@@ -84,7 +96,7 @@ class ResultsStore:
         cls, root: Path, experiment: dict[str, Any], plan: list[dict[str, Any]]
     ) -> ResultsStore:
         root = Path(root)
-        if root.exists() and any(root.iterdir()):
+        if root.exists() and not is_empty_dir(root):
             raise ResultsDirError(
                 f"{root} already exists and is not empty. Pass --resume to continue that experiment, "
                 "or choose another output directory with -o. Nothing was overwritten."

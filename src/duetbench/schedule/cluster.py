@@ -58,6 +58,7 @@ import numpy as np
 from ..config.model import Experiment
 from ..errors import DuetError, ExecutorError
 from ..hosts import detect_host, host_name, run_artifacts
+from ..lock import ExperimentLock
 from ..plan import RunSpec, make_plan, stable_key
 from ..store import ResultsStore
 from .inline import (
@@ -1039,7 +1040,30 @@ def run_experiment_cluster(
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` on the Dask cluster at ``address`` (or ``local:N``) into
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
-    (plus ``cluster.jsonl``), and every finished run is kept exactly once."""
+    (plus ``cluster.jsonl``), and every finished run is kept exactly once. The experiment
+    directory is locked before the cluster is contacted (lock.py)."""
+    with ExperimentLock.acquire(Path(out_dir) / exp.name):
+        return _run_cluster_locked(
+            exp,
+            out_dir,
+            address=address,
+            resume=resume,
+            only=only,
+            observer=observer,
+            wait_workers=wait_workers,
+        )
+
+
+def _run_cluster_locked(
+    exp: Experiment,
+    out_dir: str | Path,
+    *,
+    address: str,
+    resume: bool,
+    only: list[str] | None,
+    observer: Observer | None,
+    wait_workers: float | None,
+) -> ExperimentSummary:
     observer = observer or NullObserver()
     wait_s = WAIT_WORKERS_S if wait_workers is None else wait_workers
     if exp.background:

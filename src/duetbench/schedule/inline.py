@@ -17,8 +17,9 @@ from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
 from ..execute.local import kill_group
 from ..hosts import detect_host, host_name, run_artifacts
+from ..lock import ExperimentLock
 from ..plan import RunSpec, make_plan
-from ..store import ResultsStore
+from ..store import ResultsStore, is_empty_dir
 
 
 class Observer(Protocol):
@@ -69,7 +70,7 @@ def open_store(
     if not resume:
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
     if not (root / "experiment.json").exists():
-        if root.exists() and any(root.iterdir()):
+        if root.exists() and not is_empty_dir(root):
             raise ResultsDirError(
                 f"--resume: {root} exists but holds no experiment.json; it is not a "
                 "duetbench results directory"
@@ -198,7 +199,22 @@ def run_experiment(
     only: list[str] | None = None,
     observer: Observer | None = None,
 ) -> ExperimentSummary:
-    """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once."""
+    """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
+
+    The experiment directory is locked first of all: a second `duet run` on it refuses at once
+    (lock.py)."""
+    with ExperimentLock.acquire(Path(out_dir) / exp.name):
+        return _run_locked(exp, out_dir, resume=resume, only=only, observer=observer)
+
+
+def _run_locked(
+    exp: Experiment,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    only: list[str] | None = None,
+    observer: Observer | None = None,
+) -> ExperimentSummary:
     observer = observer or NullObserver()
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
