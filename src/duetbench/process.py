@@ -89,12 +89,7 @@ def process(root: str | Path) -> ProcessReport:
     report = ProcessReport(table=pd.DataFrame())
     frames: list[pd.DataFrame] = []
     parsers: dict[str, Any] = {}
-    for run_id, run in store.runs():
-        if run is None:
-            report.problems.append(
-                f"{store.runs_dir / run_id / 'run.json'}: unreadable run record; run skipped"
-            )
-            continue
+    for run_id, run in store.usable_runs():  # damage is an error, never a skipped run
         status = run.get("status")
         if status not in USABLE:
             report.runs_excluded[status] = report.runs_excluded.get(status, 0) + 1

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..atomic import write_atomic
 from ..errors import DuetError
+from ..store import ResultsStore
 
 if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
     import pandas as pd
@@ -44,7 +45,7 @@ def load_input(path: Path) -> Loaded:
     path = Path(path)
     if path.is_dir():
         rep = process(path)
-        exp = json.loads((path / "experiment.json").read_text())
+        exp = ResultsStore.open(path).experiment()
         excluded = {
             "runs": rep.runs_excluded,
             "iterations": rep.iterations_excluded,

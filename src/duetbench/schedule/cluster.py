@@ -67,6 +67,7 @@ from .inline import (
     Observer,
     _sigterm_as_interrupt,
     open_store,
+    resume_notes,
 )
 
 #: Environment variable naming the host a worker reports (default: its host name). Lets
@@ -1088,6 +1089,7 @@ def _run_cluster_locked(
                     skipped=len(plan) - len(todo),
                     recovered=recovered,
                 )
+                summary.notes += resume_notes(store)
                 coord = _Coordinator(
                     client, exp, store, plan_all, plan, todo, observer, summary, address, wait_s
                 )

@@ -76,7 +76,7 @@ def open_store(
                 "duetbench results directory"
             )
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
-    store = ResultsStore.open(root)
+    store = ResultsStore.open(root, writable=True)
     stored = {r["run_id"]: r for r in store.experiment().get("plan", [])}
     changed = [
         r.run_id
@@ -191,6 +191,16 @@ def run_teardown_command(command: str | None, cwd: str) -> None:
         )
 
 
+def resume_notes(store: ResultsStore) -> list[str]:
+    """What ``--resume`` repaired (store.prepare_resume), for the closing summary."""
+    notes = [
+        f"run {rid} was damaged ({why}); it was set aside in runs/.superseded/ and executed again"
+        for rid, why in store.damaged.items()
+    ]
+    notes += [f"{what}: set aside in runs/.superseded/" for what in store.moved_aside]
+    return notes
+
+
 def run_experiment(
     exp: Experiment,
     out_dir: str | Path,
@@ -235,6 +245,7 @@ def _run_locked(
     summary = ExperimentSummary(
         root=store.root, planned=len(plan), skipped=len(plan) - len(todo), recovered=recovered
     )
+    summary.notes += resume_notes(store)
     t0 = time.monotonic()
     with _sigterm_as_interrupt():
         try:
