@@ -373,6 +373,8 @@ def test_a_second_duet_run_leaves_the_first_ones_run_in_flight_alone(tmp_path):
     assert r.returncode == 0, r.stderr
     assert set(pd.read_csv(tmp_path / "t.csv")["benchmark"]) == {"quick"}
     assert run_duet("compare", str(out / "g")).returncode == 0
+    r = run_duet("report", str(out / "g"), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0 and (tmp_path / "r.html").stat().st_size > 0, r.stderr
     for flags in ([], ["--resume"]):
         second = Duet(cfg, "-o", out, *flags)
         assert_refused_naming(second, first)
