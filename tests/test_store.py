@@ -320,11 +320,11 @@ class Duet:
         return " ".join(self.err.read().split())  # one line: rich wraps long messages
 
 
-def wait_for(cond, what: str) -> None:
+def wait_for(cond, what: str, poll_s: float = 0.05) -> None:
     end = time.monotonic() + DEADLINE_S
     while not cond():
         assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.05)
+        time.sleep(poll_s)
 
 
 def assert_each_run_once(root: Path) -> None:
@@ -558,7 +558,7 @@ def test_sigkill_of_duet_process_leaves_the_old_table_or_the_new_one(tmp_path, s
                 pass
         else:  # as soon as it starts writing: a temporary file appears, or the table changes
             started = partial(started_writing, out, before, proc)
-            wait_for(started, "duet process to start writing")
+            wait_for(started, "duet process to start writing", poll_s=0.001)
             time.sleep(rng.choice([0.0, 0.005, 0.02]))
         proc.kill()
         killed = proc.wait(timeout=DEADLINE_S) == -signal.SIGKILL
