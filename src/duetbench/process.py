@@ -11,12 +11,14 @@ that side skipped; the rest of the experiment still processes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .atomic import write_atomic
 from .errors import DuetError, ResultFileError, ResultsDirError
 from .parse.registry import SideContext, get_parser
 from .schema import CORE_COLUMNS
@@ -87,12 +89,7 @@ def process(root: str | Path) -> ProcessReport:
     report = ProcessReport(table=pd.DataFrame())
     frames: list[pd.DataFrame] = []
     parsers: dict[str, Any] = {}
-    for run_id, run in store.runs():
-        if run is None:
-            report.problems.append(
-                f"{store.runs_dir / run_id / 'run.json'}: unreadable run record; run skipped"
-            )
-            continue
+    for run_id, run in store.usable_runs():  # damage is an error, never a skipped run
         status = run.get("status")
         if status not in USABLE:
             report.runs_excluded[status] = report.runs_excluded.get(status, 0) + 1
@@ -246,15 +243,19 @@ def order_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def save(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write the table atomically: a crash leaves the old file or the new one, never a cut one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".csv":
-        df.to_csv(path, index=False)
+        writer = partial(df.to_csv, index=False)
     elif path.suffix in (".parquet", ".pq"):
-        df.to_parquet(path, index=False)
+        writer = partial(df.to_parquet, index=False)
     else:
         raise DuetError(f"cannot write {path}: use a .parquet or .csv file name")
-    return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DuetError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return write_atomic(path, writer)
 
 
 REQUIRED_FOR_ANALYSIS = ("benchmark", "method", "run", "pair", "iteration", "start_ns", "end_ns")

@@ -1,71 +1,62 @@
-"""The results directory (DESIGN.md): layout, atomic writes, the journal, resume.
+"""The results directory: layout, atomic writes, the journal, damage checks, resume.
 
     results/<experiment>/
+      .lock             held by the `duet run` using the directory (lock.py)
       experiment.json   tool version, resolved config, seed, the plan, start time
       journal.jsonl     one line per finished run, appended and fsynced
       hosts/<host>.json detected host configuration and artifact outputs
       runs/<run-id>/    run.json + A/ and/or B/ (each side's private directory)
       cluster.jsonl     runs on a Dask cluster only: hosts seen/excluded, attempts lost
 
-A run is built in ``runs/.tmp-<run-id>-<pid>`` and renamed into place only when
-complete, then journaled. Resume trusts the journal (and recovers a run that
-was renamed but not yet journaled when the crash came); leftovers are removed.
+A run is built in ``runs/.tmp-<run-id>-<pid>``; its run.json lists every file of
+the run with size and SHA-256, the files are fsynced, the directory is renamed
+into place, and only then is the run journaled, with the SHA-256 of its run.json.
+That chain lets readers (``duet process``, ``compare``, ``report``) and
+``--resume`` tell a finished run from a damaged one: readers refuse a damaged
+directory (never silently different numbers); ``--resume`` executes a damaged
+run again and refuses damage it cannot repair (docs/results.md, "What duet
+guarantees").
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, manifest
+from .atomic import fsync_dir, fsync_tree, write_json_atomic
 from .errors import ResultsDirError
+from .lock import LOCK_NAME
+from .manifest import file_digest
+
+__all__ = ["FINISHED", "ResultsStore", "fsync_dir", "write_json_atomic"]
 
 FINISHED = ("ok", "failed", "timeout", "hung")
+#: journal status of a run that ``--resume`` found damaged and set aside to execute again
+DAMAGED = "damaged"
+#: at most this many damaged runs are listed in one error message
+SHOWN = 8
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary name, fsync, rename into place."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def fsync_dir(path: Path) -> None:
+def is_empty_dir(root: Path) -> bool:
+    """``root`` holds nothing (but possibly the lock file of a `duet run` that died early)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        return not (set(os.listdir(root)) - {LOCK_NAME})
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        raise ResultsDirError(f"cannot read {root}: {exc.strerror or exc}") from None
 
 
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fsync(fd)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-        fsync_dir(Path(dirpath))
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 class ResultsStore:
@@ -77,6 +68,10 @@ class ResultsStore:
         self.hosts_dir = self.root / "hosts"
         self.journal_path = self.root / "journal.jsonl"
         self.experiment_path = self.root / "experiment.json"
+        #: run id -> what was wrong, for the runs the last :meth:`prepare_resume` set aside
+        self.damaged: dict[str, str] = {}
+        #: what the last :meth:`prepare_resume` moved out of runs/ besides damaged runs
+        self.moved_aside: list[str] = []
 
     # ------------------------------------------------------------------ open / create
     @classmethod
@@ -84,7 +79,7 @@ class ResultsStore:
         cls, root: Path, experiment: dict[str, Any], plan: list[dict[str, Any]]
     ) -> ResultsStore:
         root = Path(root)
-        if root.exists() and any(root.iterdir()):
+        if root.exists() and not is_empty_dir(root):
             raise ResultsDirError(
                 f"{root} already exists and is not empty. Pass --resume to continue that experiment, "
                 "or choose another output directory with -o. Nothing was overwritten."
@@ -109,47 +104,130 @@ class ResultsStore:
         return store
 
     @classmethod
-    def open(cls, root: Path) -> ResultsStore:
+    def open(cls, root: Path, *, writable: bool = False) -> ResultsStore:
+        """An existing results directory. Readers open it as it is (nothing is written);
+        ``writable`` (``duet run --resume``) creates missing ``runs/``, ``hosts/`` and journal."""
         root = Path(root)
         store = cls(root)
-        if not store.experiment_path.is_file():
+        try:
+            os.stat(store.experiment_path)
+        except FileNotFoundError:
             raise ResultsDirError(
                 f"{root} is not a duetbench results directory (no experiment.json). "
                 "Point at the directory `duet run` created, e.g. results/<experiment-name>."
+            ) from None
+        except NotADirectoryError:
+            raise ResultsDirError(f"{root} is a file, not a results directory") from None
+        except OSError as exc:
+            raise ResultsDirError(
+                f"cannot read {root} ({_why(exc)}); check its permissions"
+            ) from None
+        store.experiment()
+        for d in (store.runs_dir, store.hosts_dir):
+            if d.exists() and not d.is_dir():
+                raise ResultsDirError(
+                    f"{d} is not a directory: the results directory is damaged. Move that file "
+                    f"away; `duet run <config> -o {root.parent} --resume` then recreates "
+                    f"{d.name}/ (and executes again every run that was in it)"
+                )
+        if store.journal_path.exists() and not store.journal_path.is_file():
+            raise ResultsDirError(
+                f"{store.journal_path} is not a file: the results directory is damaged. Move it "
+                f"away; `duet run <config> -o {root.parent} --resume` then rebuilds the journal "
+                "from the run directories"
             )
-        store.runs_dir.mkdir(exist_ok=True)
-        store.hosts_dir.mkdir(exist_ok=True)
-        store.journal_path.touch()
+        if writable:
+            try:
+                store.runs_dir.mkdir(exist_ok=True)
+                store.hosts_dir.mkdir(exist_ok=True)
+                store.journal_path.touch()
+            except OSError as exc:
+                raise ResultsDirError(f"cannot write into {root}: {_why(exc)}") from None
         return store
 
     def experiment(self) -> dict[str, Any]:
+        """experiment.json, checked: an object whose plan (if any) lists objects with a run id."""
+        path = self.experiment_path
+        exp: Any = None
+        problem = None
         try:
-            return json.loads(self.experiment_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            exp = json.loads(path.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            problem = f"cannot be read ({_why(exc)})"
+        except ValueError as exc:  # UnicodeDecodeError is a ValueError
+            problem = f"is not valid JSON ({exc})"
+        if problem is None and not isinstance(exp, dict):
+            problem = f"is not a JSON object (it holds {type(exp).__name__})"
+        elif problem is None:
+            plan = exp.get("plan", [])
+            if not isinstance(plan, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("run_id"), str) for r in plan
+            ):
+                problem = "has a damaged 'plan' (a list of runs, each with a run_id)"
+        if problem is not None:
             raise ResultsDirError(
-                f"{self.experiment_path} is unreadable ({exc}); the results directory is damaged"
-            ) from None
+                f"{path} {problem}: the results directory is damaged. experiment.json holds the "
+                "config and the plan and cannot be recreated; restore it from a copy"
+            )
+        return exp  # type: ignore[no-any-return]
+
+    def plan_ids(self) -> set[str] | None:
+        """The run ids of the experiment's plan (None for an experiment.json without a plan)."""
+        plan = self.experiment().get("plan")
+        return {r["run_id"] for r in plan} if plan else None
 
     # ------------------------------------------------------------------ journal
-    def journal(self) -> list[dict[str, Any]]:
-        """Finished runs in the order they finished. A torn last line (crash) is ignored."""
-        entries = []
+    def _journal_lines(self) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
+        """The journal's entries with their line numbers, and the byte offset of a torn last
+        line (a crash while appending: no newline, not a complete entry), if there is one.
+        Any other line that is not an entry is damage: :class:`ResultsDirError`."""
         try:
-            lines = self.journal_path.read_text(encoding="utf-8").splitlines()
+            data = self.journal_path.read_bytes()
         except FileNotFoundError:
-            return []
-        for line in lines:
-            line = line.strip()
-            if not line:
+            return [], None
+        except OSError as exc:
+            raise ResultsDirError(f"cannot read {self.journal_path}: {_why(exc)}") from None
+        entries: list[tuple[int, dict[str, Any]]] = []
+        torn = None
+        offset = 0
+        lines = data.split(b"\n")
+        for number, raw in enumerate(lines, 1):
+            start, offset = offset, offset + len(raw) + 1
+            if not raw.strip():
                 continue
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return entries
+            problem, entry = _parse_entry(raw)
+            if entry is not None:
+                entries.append((number, entry))
+            elif number == len(lines):
+                torn = start  # no newline after it: the append was cut by a crash
+            else:
+                raise ResultsDirError(
+                    f"{self.journal_path}, line {number}: {problem}: the journal is damaged. "
+                    "Delete that line; the run it named is then taken from its directory (or "
+                    f"executed again) by `duet run <config> -o {self.root.parent} --resume`"
+                )
+        return entries, torn
+
+    def journal(self) -> list[dict[str, Any]]:
+        """The journal's entries in the order they were written. A torn last line is ignored."""
+        return [e for _, e in self._journal_lines()[0]]
+
+    def _last_entries(self) -> dict[str, dict[str, Any]]:
+        """Each journaled run's latest entry (a run executed again after damage has several)."""
+        last: dict[str, dict[str, Any]] = {}
+        plan = self.plan_ids()
+        for number, e in self._journal_lines()[0]:
+            if plan is not None and e["run_id"] not in plan:
+                raise ResultsDirError(
+                    f"{self.journal_path}, line {number}: run {e['run_id']!r} is not in this "
+                    "experiment's plan: the journal is damaged (or belongs to another "
+                    "experiment). Delete that line"
+                )
+            last[e["run_id"]] = e
+        return last
 
     def finished(self) -> dict[str, dict[str, Any]]:
-        return {e["run_id"]: e for e in self.journal() if e.get("status") in FINISHED}
+        return {rid: e for rid, e in self._last_entries().items() if e["status"] in FINISHED}
 
     def _append_journal(self, entry: dict[str, Any]) -> None:
         with open(self.journal_path, "a", encoding="utf-8") as f:
@@ -157,30 +235,220 @@ class ResultsStore:
             f.flush()
             os.fsync(f.fileno())
 
+    def _repair_journal_tail(self) -> None:
+        """Cut a torn last line (a crash while appending) so the next entry starts a line;
+        a complete last entry that only lost its newline gets it back."""
+        _, torn = self._journal_lines()
+        try:
+            size = self.journal_path.stat().st_size
+        except FileNotFoundError:
+            return
+        if torn is not None:
+            os.truncate(self.journal_path, torn)
+        elif size:
+            with open(self.journal_path, "rb") as f:
+                f.seek(size - 1)
+                if f.read(1) == b"\n":
+                    return
+            with open(self.journal_path, "ab") as f:
+                f.write(b"\n")
+        else:
+            return
+        with open(self.journal_path, "ab") as f:
+            os.fsync(f.fileno())
+
+    # ------------------------------------------------------------------ damage checks
+    def _load_run(self, run_id: str) -> tuple[dict[str, Any] | None, bytes, str | None]:
+        """run.json of ``runs/<run_id>``: (record, raw bytes, None) or (None, b"", what is wrong)."""
+        d = self.runs_dir / run_id
+        rel = f"runs/{run_id}"
+        try:
+            st = os.lstat(d)
+        except FileNotFoundError:
+            return None, b"", f"its directory {rel} is missing"
+        except OSError as exc:
+            return None, b"", f"{rel} cannot be read ({_why(exc)})"
+        if not stat.S_ISDIR(st.st_mode):
+            return None, b"", f"{rel} is not a directory"
+        try:
+            raw = (d / "run.json").read_bytes()
+        except FileNotFoundError:
+            return None, b"", f"{rel}/run.json is missing"
+        except IsADirectoryError:
+            return None, b"", f"{rel}/run.json is a directory, not a file"
+        except OSError as exc:
+            return None, b"", f"{rel}/run.json cannot be read ({_why(exc)})"
+        try:
+            run = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None, raw, f"{rel}/run.json is not UTF-8 text"
+        except ValueError as exc:
+            return None, raw, f"{rel}/run.json is not valid JSON ({exc})"
+        if not isinstance(run, dict):
+            return None, raw, f"{rel}/run.json is not a JSON object"
+        missing = [k for k in ("run_id", "status", "benchmark", "method", "sides") if k not in run]
+        if missing:
+            return None, raw, f"{rel}/run.json lacks {', '.join(repr(k) for k in missing)}"
+        if run["run_id"] != run_id:
+            return None, raw, f"{rel}/run.json describes another run ({run['run_id']!r})"
+        sides = run["sides"]
+        if (
+            not all(isinstance(run[k], str) for k in ("status", "benchmark", "method"))
+            or not isinstance(sides, dict)
+            or not all(isinstance(s, dict) for s in sides.values())
+            or not isinstance(run.get("spec", {}), dict)
+        ):
+            return None, raw, f"{rel}/run.json has values of the wrong type"
+        return run, raw, None
+
+    def _check_files(self, run_id: str, run: dict[str, Any]) -> str | None:
+        """The run's files against the list run.json recorded (None: all as recorded)."""
+        if "files" not in run:
+            return None  # written by a duet before run.json listed files
+        return manifest.check(self.runs_dir / run_id, run["files"], f"runs/{run_id}")
+
+    def check_run(
+        self, run_id: str, entry: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """A run directory against its journal ``entry`` (None: not journaled): (record, None)
+        when it is usable, else (None, what is wrong)."""
+        run, raw, problem = self._load_run(run_id)
+        if run is None:
+            return None, problem
+        if entry is not None:
+            digest = entry.get("run_sha256")
+            if digest and hashlib.sha256(raw).hexdigest() != digest:
+                return None, f"runs/{run_id}/run.json was changed after the run was journaled"
+            if run["status"] != entry["status"]:
+                return None, (
+                    f"runs/{run_id}/run.json says {run['status']!r}, the journal "
+                    f"{entry['status']!r}"
+                )
+        if run["status"] in FINISHED:
+            problem = self._check_files(run_id, run)
+            if problem is not None:
+                return None, problem
+        return run, None
+
+    def _run_entries(self) -> list[str]:
+        """Names in runs/ but duet's own (``.tmp-*`` runs in flight, ``.superseded``)."""
+        try:
+            names = os.listdir(self.runs_dir)
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            raise ResultsDirError(
+                f"{self.runs_dir} is not a directory: the results directory is damaged. Move "
+                f"that file away; `duet run <config> -o {self.root.parent} --resume` then "
+                "executes every run again"
+            ) from None
+        except OSError as exc:
+            raise ResultsDirError(f"cannot read {self.runs_dir}: {_why(exc)}") from None
+        return sorted(n for n in names if not n.startswith("."))
+
+    def usable_runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every run of the directory with its record, for readers; a :class:`ResultsDirError`
+        naming each damaged run (and how to repair it) instead of leaving any out.
+
+        A journaled run must be there, unchanged. A run directory that is not journaled is
+        used when it is complete: a crash came between its rename and its journal entry, or a
+        `duet run` is in progress. Directories of runs in flight (``.tmp-*``) are not read."""
+        last = self._last_entries()
+        plan = self.plan_ids()
+        problems: list[str] = []
+        out: dict[str, dict[str, Any]] = {}
+        for rid, e in last.items():
+            if e["status"] == DAMAGED:
+                problems.append(
+                    f"run {rid}: `duet run --resume` found it damaged ({e.get('message')}) "
+                    "and has not executed it again yet"
+                )
+                continue
+            run, problem = self.check_run(rid, e)
+            if run is None:
+                problems.append(f"run {rid}: {problem}")
+            else:
+                out[rid] = run
+        for name in self._run_entries():
+            if name in last:
+                continue
+            if plan is not None and name not in plan:
+                problems.append(f"runs/{name} is not a run of this experiment's plan")
+                continue
+            run, problem = self.check_run(name, None)
+            if run is not None:
+                out[name] = run
+            elif os.path.lexists(self.runs_dir / name):  # else: set aside by `duet run` meanwhile
+                problems.append(f"run {name}: {problem}")
+        if problems:
+            shown = "\n  ".join(problems[:SHOWN])
+            more = f"\n  ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+            raise ResultsDirError(
+                f"{self.root} is damaged, so its numbers would be wrong:\n  {shown}{more}\n"
+                f"Repair: `duet run <config> -o {self.root.parent} --resume` sets the damaged "
+                "runs aside (runs/.superseded/) and executes them again; or restore the "
+                "directory from a copy."
+            )
+        return sorted(out.items())
+
     # ------------------------------------------------------------------ runs
     def prepare_resume(self) -> list[str]:
-        """Recover runs renamed but not journaled; clear temporary and unfinished leftovers.
+        """Before resuming (the lock held): repair a torn last journal line, journal runs
+        renamed but not journaled, and set aside (into runs/.superseded/) temporary,
+        unfinished, foreign and damaged runs. A damaged journaled run gets a ``damaged``
+        journal entry, so it is executed again. Damage that executing runs cannot repair
+        (experiment.json, journal lines, host files) raises :class:`ResultsDirError`.
 
-        Returns the ids of recovered runs.
-        """
-        done = self.finished()
+        Returns the ids of recovered runs; :attr:`damaged` and :attr:`moved_aside` say what
+        was set aside."""
+        self.damaged, self.moved_aside = {}, []
+        self.hosts()  # a damaged host file is refused now, not after the runs
+        self._run_entries()  # runs/ that is not a directory likewise
+        self._repair_journal_tail()
+        last = self._last_entries()
+        plan = self.plan_ids()
+        for rid, e in sorted(last.items()):
+            if e["status"] not in FINISHED:
+                continue
+            run, problem = self.check_run(rid, e)
+            if run is not None:
+                continue
+            if os.path.lexists(self.runs_dir / rid):
+                self._set_aside(rid, "damaged")
+            self._append_journal(
+                {
+                    "run_id": rid,
+                    "status": DAMAGED,
+                    "message": problem,
+                    "journaled_ns": time.time_ns(),
+                }
+            )
+            self.damaged[rid] = str(problem)
+        finished = {rid for rid, e in last.items() if e["status"] in FINISHED} - set(self.damaged)
         recovered = []
-        for entry in sorted(self.runs_dir.iterdir()) if self.runs_dir.exists() else []:
-            if entry.name.startswith(".tmp-"):
-                shutil.rmtree(entry, ignore_errors=True)
+        for name in sorted(os.listdir(self.runs_dir)):
+            if name.startswith(".tmp-"):
+                shutil.rmtree(self.runs_dir / name, ignore_errors=True)
                 continue
-            if entry.name.startswith(".") or not entry.is_dir() or entry.name in done:
+            if name.startswith(".") or name in finished:
                 continue
-            run = self.read_run(entry.name)
-            if run is not None and run.get("status") in FINISHED:
-                self._append_journal(self._journal_entry(run))
-                recovered.append(entry.name)
+            if plan is not None and name not in plan:
+                self.moved_aside.append(f"runs/{name} is not a run of this experiment")
+                self._set_aside(name, "foreign")
+                continue
+            run, _problem = self.check_run(name, None)
+            if run is not None and run["status"] in FINISHED:
+                self._append_journal(self._journal_entry(run, self.runs_dir / name / "run.json"))
+                recovered.append(name)
             else:  # interrupted or unreadable: keep it for inspection, out of the way
-                attic = self.runs_dir / ".superseded"
-                attic.mkdir(exist_ok=True)
-                target = attic / f"{entry.name}.{time.time_ns()}"
-                os.replace(entry, target)
+                self._set_aside(name, "")
         return recovered
+
+    def _set_aside(self, name: str, why: str) -> None:
+        attic = self.runs_dir / ".superseded"
+        attic.mkdir(exist_ok=True)
+        suffix = f".{why}" if why else ""
+        os.replace(self.runs_dir / name, attic / f"{name}.{time.time_ns()}{suffix}")
 
     def new_run_dir(self, run_id: str) -> Path:
         tmp = self.runs_dir / f".tmp-{run_id}-{os.getpid()}"
@@ -190,18 +458,18 @@ class ResultsStore:
         return tmp
 
     def commit_run(self, tmp: Path, run: dict[str, Any]) -> Path:
-        """Write run.json, fsync the run's files, rename into place, then journal it if finished."""
-        write_json_atomic(tmp / "run.json", run)
-        _fsync_tree(tmp)
+        """Write run.json with the list of the run's files (size, SHA-256), fsync everything,
+        rename into place, then journal the run (with run.json's SHA-256) if it finished."""
+        record = {**run, "files": manifest.manifest(tmp)}
+        write_json_atomic(tmp / "run.json", record)
+        fsync_tree(tmp)
         final = self.runs_dir / run["run_id"]
-        if final.exists():  # an unfinished attempt of the same run (interrupted earlier)
-            attic = self.runs_dir / ".superseded"
-            attic.mkdir(exist_ok=True)
-            os.replace(final, attic / f"{final.name}.{time.time_ns()}")
+        if os.path.lexists(final):  # an unfinished attempt of the same run (interrupted earlier)
+            self._set_aside(final.name, "")
         os.replace(tmp, final)
         fsync_dir(self.runs_dir)
         if run.get("status") in FINISHED:
-            self._append_journal(self._journal_entry(run))
+            self._append_journal(self._journal_entry(record, final / "run.json"))
         return final
 
     def commit_run_contents(
@@ -238,6 +506,31 @@ class ResultsStore:
             raise
         return self.commit_run(tmp, run)
 
+    @staticmethod
+    def _journal_entry(run: dict[str, Any], run_json: Path) -> dict[str, Any]:
+        return {
+            "run_id": run["run_id"],
+            "status": run["status"],
+            "host": run.get("host"),
+            "start_ns": run.get("start_ns"),
+            "end_ns": run.get("end_ns"),
+            "run_sha256": file_digest(run_json),
+            "journaled_ns": time.time_ns(),
+        }
+
+    def read_run(self, run_id: str) -> dict[str, Any] | None:
+        """run.json of a run as it is (None if missing or unusable), without damage checks."""
+        return self._load_run(run_id)[0]
+
+    def run_ids(self) -> list[str]:
+        return [n for n in self._run_entries() if (self.runs_dir / n).is_dir()]
+
+    def runs(self) -> Iterable[tuple[str, dict[str, Any] | None]]:
+        """Every run directory with its run.json (None if unusable), without damage checks;
+        the analysis reads :meth:`usable_runs`."""
+        for rid in self.run_ids():
+            yield rid, self.read_run(rid)
+
     # ------------------------------------------------------------------ cluster events
     @property
     def cluster_log_path(self) -> Path:
@@ -252,47 +545,23 @@ class ResultsStore:
             os.fsync(f.fileno())
 
     def cluster_events(self) -> list[dict[str, Any]]:
-        """The events of cluster.jsonl (none for an inline experiment); torn lines ignored."""
+        """The events of cluster.jsonl (none for an inline experiment). Damaged lines are
+        skipped: the log explains the scheduling, no number comes from it."""
         try:
-            lines = self.cluster_log_path.read_text(encoding="utf-8").splitlines()
+            lines = self.cluster_log_path.read_bytes().splitlines()
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise ResultsDirError(f"cannot read {self.cluster_log_path}: {_why(exc)}") from None
         out = []
         for line in lines:
             try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
+                event = json.loads(line.decode("utf-8"))
+            except ValueError:  # UnicodeDecodeError is a ValueError
                 continue
+            if isinstance(event, dict):
+                out.append(event)
         return out
-
-    @staticmethod
-    def _journal_entry(run: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "run_id": run["run_id"],
-            "status": run["status"],
-            "host": run.get("host"),
-            "start_ns": run.get("start_ns"),
-            "end_ns": run.get("end_ns"),
-            "journaled_ns": time.time_ns(),
-        }
-
-    def read_run(self, run_id: str) -> dict[str, Any] | None:
-        path = self.runs_dir / run_id / "run.json"
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return None
-
-    def run_ids(self) -> list[str]:
-        if not self.runs_dir.exists():
-            return []
-        return sorted(
-            p.name for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
-        )
-
-    def runs(self) -> Iterable[tuple[str, dict[str, Any] | None]]:
-        for rid in self.run_ids():
-            yield rid, self.read_run(rid)
 
     # ------------------------------------------------------------------ hosts
     def host_path(self, host: str) -> Path:
@@ -303,12 +572,55 @@ class ResultsStore:
         write_json_atomic(self.host_path(host), info)
 
     def hosts(self) -> dict[str, dict[str, Any]]:
+        """hosts/<host>.json by host name; a damaged file is a :class:`ResultsDirError`."""
+        try:
+            names = sorted(n for n in os.listdir(self.hosts_dir) if n.endswith(".json"))
+        except FileNotFoundError:
+            return {}
+        except NotADirectoryError:
+            raise ResultsDirError(
+                f"{self.hosts_dir} is not a directory: the results directory is damaged. Move "
+                f"that file away; `duet run <config> -o {self.root.parent} --resume` records "
+                "the host again"
+            ) from None
+        except OSError as exc:
+            raise ResultsDirError(f"cannot read {self.hosts_dir}: {_why(exc)}") from None
         out = {}
-        if self.hosts_dir.exists():
-            for p in sorted(self.hosts_dir.glob("*.json")):
-                try:
-                    d = json.loads(p.read_text(encoding="utf-8"))
-                except (OSError, json.JSONDecodeError):
-                    continue
-                out[d.get("host", p.stem)] = d
+        for name in names:
+            if name.startswith("."):
+                continue  # the temporary file of an atomic write cut by a crash
+            p = self.hosts_dir / name
+            d: Any = None
+            try:
+                d = json.loads(p.read_bytes().decode("utf-8"))
+                problem = None if isinstance(d, dict) else "is not a JSON object"
+            except OSError as exc:
+                problem = f"cannot be read ({_why(exc)})"
+            except ValueError as exc:
+                problem = f"is not valid JSON ({exc})"
+            if problem is not None:
+                raise ResultsDirError(
+                    f"{p} {problem}: the results directory is damaged. Delete that file; "
+                    f"`duet run <config> -o {self.root.parent} --resume` records the host "
+                    "again when it runs there (only the host_* and artifact_* columns of the "
+                    "iterations table come from it)"
+                )
+            out[str(d.get("host") or p.stem)] = d
         return out
+
+
+def _parse_entry(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
+    """One journal line: (None, entry) or (what is wrong, None)."""
+    try:
+        entry = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text", None
+    except ValueError as exc:
+        return f"not valid JSON ({exc})", None
+    if not isinstance(entry, dict):
+        return f"not a JSON object (it holds {type(entry).__name__})", None
+    if not isinstance(entry.get("run_id"), str) or not entry["run_id"]:
+        return "the entry has no run_id", None
+    if entry.get("status") not in (*FINISHED, DAMAGED):
+        return f"the entry's status {entry.get('status')!r} is not a finished run's", None
+    return None, entry

@@ -436,9 +436,11 @@ class LocalExecutor:
             }
             if status == "failed":
                 problems.append(f"side {side.pair}: {message}")
-            for tmp in (".driver.json",):
+            # the driver's spec and its done flag (the handshake of busy_shorter_side) are
+            # only needed while the run runs
+            for tmp in (side_dir / ".driver.json", side_dir.parent / f".done.{side.pair}"):
                 try:
-                    (side_dir / tmp).unlink()
+                    tmp.unlink()
                 except OSError:
                     pass
         if record["status"] == "ok" and problems:

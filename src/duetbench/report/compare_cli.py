@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..atomic import write_atomic
 from ..errors import DuetError
+from ..store import ResultsStore
 
 if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
     import pandas as pd
@@ -43,7 +45,7 @@ def load_input(path: Path) -> Loaded:
     path = Path(path)
     if path.is_dir():
         rep = process(path)
-        exp = json.loads((path / "experiment.json").read_text())
+        exp = ResultsStore.open(path).experiment()
         excluded = {
             "runs": rep.runs_excluded,
             "iterations": rep.iterations_excluded,
@@ -441,7 +443,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         render_terminal(rows, loaded, args)
     if out is not None:
         if args.output:
-            Path(args.output).write_text(out + ("" if out.endswith("\n") else "\n"))
+            write_atomic(args.output, out + ("" if out.endswith("\n") else "\n"))
         else:
             sys.stdout.write(out + ("" if out.endswith("\n") else "\n"))
     if args.fail_on_regression and (rows["verdict"] == "slower").any():

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..atomic import write_atomic
 from ..errors import DuetError
 from . import formatting as fmt
 from .compare_cli import (
@@ -380,7 +381,7 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
 def _write(out: str, path: Path | None) -> None:
     text = out if out.endswith("\n") else out + "\n"
     if path:
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomic(path, text)
     else:
         sys.stdout.write(text)
 
@@ -415,7 +416,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     html = render_html(ev, loaded, opts)
     out = Path(args.output) if args.output else Path("report.html")
-    out.write_text(html, encoding="utf-8")
+    write_atomic(out, html)
     size = out.stat().st_size
     print(f"report: {out} ({size / 1e6:.1f} MB)", file=sys.stderr)
     return 0

@@ -8,7 +8,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import ResultsDirError
 from ..store import ResultsStore
 
 SCHEMA_ID = "duetbench.hosts/1"
@@ -45,12 +44,7 @@ def _overlaps(intervals: list[tuple[int, int, str]]) -> list[tuple[str, str]]:
 def hosts_report(root: Path) -> dict[str, Any]:
     """Everything `duet hosts` shows, as plain data (the JSON output)."""
     root = Path(root)
-    store = ResultsStore(root)
-    if not store.experiment_path.is_file():
-        raise ResultsDirError(
-            f"{root} is not a duetbench results directory (no experiment.json); point at "
-            "results/<experiment-name>"
-        )
+    store = ResultsStore.open(root)
     exp = store.experiment()
     configs = store.hosts()
     events = store.cluster_events()

@@ -58,6 +58,7 @@ from ..config.model import Experiment
 from ..errors import DuetError, ExecutorError
 from ..execute.guarded import run_captured
 from ..hosts import detect_host, host_name, run_artifacts
+from ..lock import ExperimentLock
 from ..plan import RunSpec, make_plan, stable_key
 from ..store import ResultsStore
 from .inline import (
@@ -66,6 +67,7 @@ from .inline import (
     Observer,
     _sigterm_as_interrupt,
     open_store,
+    resume_notes,
 )
 
 #: Environment variable naming the host a worker reports (default: its host name). Lets
@@ -1035,7 +1037,30 @@ def run_experiment_cluster(
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` on the Dask cluster at ``address`` (or ``local:N``) into
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
-    (plus ``cluster.jsonl``), and every finished run is kept exactly once."""
+    (plus ``cluster.jsonl``), and every finished run is kept exactly once. The experiment
+    directory is locked before the cluster is contacted (lock.py)."""
+    with ExperimentLock.acquire(Path(out_dir) / exp.name):
+        return _run_cluster_locked(
+            exp,
+            out_dir,
+            address=address,
+            resume=resume,
+            only=only,
+            observer=observer,
+            wait_workers=wait_workers,
+        )
+
+
+def _run_cluster_locked(
+    exp: Experiment,
+    out_dir: str | Path,
+    *,
+    address: str,
+    resume: bool,
+    only: list[str] | None,
+    observer: Observer | None,
+    wait_workers: float | None,
+) -> ExperimentSummary:
     observer = observer or NullObserver()
     wait_s = WAIT_WORKERS_S if wait_workers is None else wait_workers
     if exp.background:
@@ -1060,6 +1085,7 @@ def run_experiment_cluster(
                     skipped=len(plan) - len(todo),
                     recovered=recovered,
                 )
+                summary.notes += resume_notes(store)
                 coord = _Coordinator(
                     client, exp, store, plan_all, plan, todo, observer, summary, address, wait_s
                 )

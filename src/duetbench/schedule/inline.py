@@ -16,8 +16,9 @@ from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
 from ..execute.guarded import Guarded, run_captured
 from ..hosts import detect_host, host_name, run_artifacts
+from ..lock import ExperimentLock
 from ..plan import RunSpec, make_plan
-from ..store import ResultsStore
+from ..store import ResultsStore, is_empty_dir
 
 
 class Observer(Protocol):
@@ -68,13 +69,13 @@ def open_store(
     if not resume:
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
     if not (root / "experiment.json").exists():
-        if root.exists() and any(root.iterdir()):
+        if root.exists() and not is_empty_dir(root):
             raise ResultsDirError(
                 f"--resume: {root} exists but holds no experiment.json; it is not a "
                 "duetbench results directory"
             )
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
-    store = ResultsStore.open(root)
+    store = ResultsStore.open(root, writable=True)
     stored = {r["run_id"]: r for r in store.experiment().get("plan", [])}
     changed = [
         r.run_id
@@ -175,6 +176,16 @@ def run_teardown_command(command: str | None, cwd: str) -> None:
         run_captured(["/bin/sh", "-c", command], cwd=cwd, stdout_limit=0, stderr_limit=0)
 
 
+def resume_notes(store: ResultsStore) -> list[str]:
+    """What ``--resume`` repaired (store.prepare_resume), for the closing summary."""
+    notes = [
+        f"run {rid} was damaged ({why}); it was set aside in runs/.superseded/ and executed again"
+        for rid, why in store.damaged.items()
+    ]
+    notes += [f"{what}: set aside in runs/.superseded/" for what in store.moved_aside]
+    return notes
+
+
 def run_experiment(
     exp: Experiment,
     out_dir: str | Path,
@@ -183,7 +194,22 @@ def run_experiment(
     only: list[str] | None = None,
     observer: Observer | None = None,
 ) -> ExperimentSummary:
-    """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once."""
+    """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
+
+    The experiment directory is locked first of all: a second `duet run` on it refuses at once
+    (lock.py)."""
+    with ExperimentLock.acquire(Path(out_dir) / exp.name):
+        return _run_locked(exp, out_dir, resume=resume, only=only, observer=observer)
+
+
+def _run_locked(
+    exp: Experiment,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    only: list[str] | None = None,
+    observer: Observer | None = None,
+) -> ExperimentSummary:
     observer = observer or NullObserver()
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
@@ -204,6 +230,7 @@ def run_experiment(
     summary = ExperimentSummary(
         root=store.root, planned=len(plan), skipped=len(plan) - len(todo), recovered=recovered
     )
+    summary.notes += resume_notes(store)
     t0 = time.monotonic()
     with _sigterm_as_interrupt():
         try:
