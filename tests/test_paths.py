@@ -1,0 +1,138 @@
+"""Paths as users type them, and names and paths that are hostile.
+
+`duet run -o DIR` with DIR relative (the README's `results/`) or absolute, with
+spaces and shell syntax in it, from a working directory other than the
+config's, for the built-in harness, a suite harness writing
+``$DUET_OUTPUT_DIR/out.csv`` and the sduet handshake of an own harness
+(``$$`` in ``sync_command``); then the other commands on the results given by a
+relative path from yet another directory. Also: names that would escape the
+results directory, rich markup and Markdown in names and paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tests.conftest import ROOT, run_duet
+from tests.test_container import image  # noqa: F401  (the podman test image fixture)
+
+from duetbench.errors import ConfigError
+
+HARNESS = ROOT / "examples" / "sync" / "harness.sh"
+# a path a careless or hostile user might pass: spaces, quotes, `;`, command substitution
+HOSTILE = "res dir/$(touch PWNED)'x;y `touch PWNED2`"
+
+
+def _config(kind: str) -> str:
+    """The experiment `t` with one A/B benchmark of ``kind``."""
+    h = shlex.quote(str(HARNESS))
+    if kind == "builtin":
+        bench = """
+    iterations: 3
+    A: {command: "sh -c 'i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done'"}
+    B: {command: "sh -c 'i=0; while [ $i -lt 4000 ]; do i=$((i+1)); done'"}"""
+        reps = "{aduet: 1, sduet: 2}"
+    elif kind == "suite":  # the harness loops by itself and writes where duetbench says
+        bench = f"""
+    harness: generic
+    A: {{command: "sh {h} \\"$DUET_OUTPUT_DIR/out.csv\\" 4 2000"}}
+    B: {{command: "sh {h} \\"$DUET_OUTPUT_DIR/out.csv\\" 4 4000"}}
+    results: ["$DUET_OUTPUT_DIR/out.csv"]"""
+        reps = "{seqn: 2, aduet: 1}"
+    else:  # sduet with an own harness: `$$` is the sync directory
+        bench = f"""
+    harness: generic
+    A:
+      command: "sh {h} out.csv 4 2000"
+      sync_command: "DUET_SYNC_DIR=$$ sh {h} out.csv 4 2000"
+    B:
+      command: "sh {h} out.csv 4 4000"
+      sync_command: "DUET_SYNC_DIR=$$ sh {h} out.csv 4 4000"
+    results: [out.csv]"""
+        reps = "{sduet: 2}"
+    return f"experiment:\n  name: t\n  seed: 5\n  repetitions: {reps}\nbenchmarks:\n  b:{bench}\n"
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table row (an escaped `\\|` does not split)."""
+    return re.split(r"(?<!\\)\|", line.strip().strip("|"))
+
+
+def _outside_code(md: str) -> str:
+    """Markdown text without its code spans (where `<`, `*`... are shown as they are)."""
+    return re.sub(r"(`+)(.+?)\1", "", md)
+
+
+def _no_injection(tmp_path: Path) -> None:
+    hits = [p for p in tmp_path.rglob("PWNED*") if p.is_file()]
+    hits += [p for p in Path.cwd().glob("PWNED*")]
+    assert hits == [], f"shell syntax in a path was executed: {hits}"
+
+
+def _check_results(root: Path, tmp_path: Path, kind: str) -> None:
+    """Every run ok, run.json names the final directories, `process`/`compare` see the data."""
+    runs = sorted(p for p in (root / "runs").iterdir() if not p.name.startswith("."))
+    assert runs
+    for run_dir in runs:
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["status"] == "ok", record["message"]
+        for pair, side in record["sides"].items():
+            if kind != "builtin":
+                assert side["result_files"] == ["out.csv"]
+            # the side's working directory under the run's final name, not runs/.tmp-...
+            assert side["cwd"] == str(run_dir.resolve() / pair)
+        text = json.dumps({k: v for k, v in record.items() if k != "sides"})
+        text += json.dumps(
+            [{k: v for k, v in s.items() if k != "stderr_tail"} for s in record["sides"].values()]
+        )
+        assert ".tmp-" not in text
+        if record["method"] == "sduet":  # the harness really waited at the handshake
+            assert record["sync"]["go_count"] >= (3 if kind == "builtin" else 4)
+    # process and compare with the results given relative to another working directory
+    other = tmp_path / "other place"
+    other.mkdir(exist_ok=True)
+    rel = os.path.relpath(root, other)
+    r = run_duet("process", rel, "-o", "it.csv", cwd=other)
+    assert r.returncode == 0, r.stderr
+    table = pd.read_csv(other / "it.csv")
+    assert len(table) > 0 and not r.stderr.startswith("0 iterations"), r.stderr
+    r = run_duet("compare", rel, "--format", "json", "--resamples", "200", cwd=other)
+    assert r.returncode == 0, r.stderr
+    rows = {row["method"]: row for row in json.loads(r.stdout)["rows"]}
+    methods = {"builtin": {"aduet", "sduet"}, "suite": {"seqn", "aduet"}, "sync": {"sduet"}}[kind]
+    assert set(rows) == methods, rows
+    for method, row in rows.items():  # aduet pairs need overlapping iterations: timing, not judged
+        if method != "aduet":
+            assert row["runs"] == 2 and row["pairs"] > 0 and row["mean_b_ns"] > 0, row
+    _no_injection(tmp_path)
+
+
+# ------------------------------------------------------------------ $$ quoting
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "printf '%s' $$ > seen",
+        "printf '%s' \"$$\" > seen",
+        "printf '%s' '$$' > seen",
+        "printf '%s' x$$/y > seen",
+    ],
+)
+def test_sync_dir_placeholder_is_one_quoted_word(tmp_path, template):
+    from duetbench.execute.driver import substitute_sync_dir
+
+    d = str(tmp_path / "a b/$(touch PWNED)'c;d`touch PWNED2`\"e\\f")
+    cmd = substitute_sync_dir(template, d)
+    import subprocess
+
+    subprocess.run(["/bin/sh", "-c", cmd], cwd=tmp_path, check=True)
+    seen = (tmp_path / "seen").read_text()
+    assert seen == (f"x{d}/y" if "x$$" in template else d)
+    _no_injection(tmp_path)
