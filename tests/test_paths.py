@@ -113,6 +113,66 @@ def _check_results(root: Path, tmp_path: Path, kind: str) -> None:
     _no_injection(tmp_path)
 
 
+# ------------------------------------------------------------------ names
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../../x",
+        "/abs",
+        '""',
+        '"."',
+        '".."',
+        "a/b",
+        '"a\\0b"',
+        '"a\\tb"',
+        '"a\\nb"',
+        "x" * 101,
+        '"x y"',
+        "x[/]",
+    ],
+)
+@pytest.mark.parametrize("fmt", ["native", "thesis"])
+def test_bad_experiment_names_are_refused(tmp_path, name, fmt):
+    from duetbench.config import load_config
+
+    if fmt == "native":
+        text = f'experiment:\n  name: {name}\nbenchmarks:\n  x: {{command: "true"}}\n'
+    else:
+        text = f"duetbench:\n  name: {name}\n  duets: [x]\nx:\n  A: {{run: 'true'}}\n"
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_config(cfg)
+    msg = str(exc.value)
+    assert exc.value.line == 2 and "name" in (exc.value.key or ""), msg
+    assert "letters, digits" in msg and "100" in msg, msg
+    # and `duet run` says so, exit 2, writing nothing
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("name", ["quickstart", "a.b-c_d+e", "2017", "x" * 100])
+def test_good_experiment_names_load(tmp_path, name):
+    from duetbench.config import load_config
+
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(f'experiment:\n  name: "{name}"\nbenchmarks:\n  x: {{command: "true"}}\n')
+    assert load_config(cfg).name == name
+
+
+def test_thesis_name_from_file_name_is_made_safe(tmp_path):
+    """Without `name:` a thesis config is named after its file; a file name that is not a safe
+    name gives a safe one (the user did not write it)."""
+    from duetbench.config import load_config
+
+    cfg = tmp_path / "my bench [v2].duet.yml"
+    cfg.write_text("duetbench:\n  duets: [x]\nx:\n  A: {run: 'true'}\n")
+    assert load_config(cfg).name == "my-bench-v2"
+
+
 # ------------------------------------------------------------------ $$ quoting
 
 
