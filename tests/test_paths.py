@@ -113,6 +113,61 @@ def _check_results(root: Path, tmp_path: Path, kind: str) -> None:
     _no_injection(tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["builtin", "suite", "sync"])
+@pytest.mark.parametrize("where", ["relative", "absolute"])
+def test_run_with_hostile_output_path_from_another_directory(tmp_path, kind, where):
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    cfg = conf_dir / "duet.yml"
+    cfg.write_text(_config(kind))
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    if where == "relative":  # both relative to the working directory of `duet run`
+        out, cfg_arg = HOSTILE, os.path.join("..", "conf", "duet.yml")
+    else:
+        out, cfg_arg = str(tmp_path / HOSTILE), str(cfg)
+    r = run_duet("run", cfg_arg, "-o", out, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    assert "benchmark" in r.stdout and " b " in r.stdout, (r.stdout, r.stderr)  # verdict table
+    root = (cwd / out / "t") if where == "relative" else Path(out) / "t"
+    assert (root / "experiment.json").is_file()
+    _check_results(root, tmp_path, kind)
+
+
+def test_other_commands_take_a_relative_results_dir(tmp_path):
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(_config("suite"))
+    r = run_duet("run", "duet.yml", "-o", "results", "--no-compare", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    elsewhere = tmp_path / "sub" / "dir"
+    elsewhere.mkdir(parents=True)
+    rel = os.path.join("..", "..", "results", "t")
+    for args in (
+        ("hosts", rel),
+        ("evaluate", rel, "--resamples", "100"),
+        ("report", rel, "--format", "markdown", "--resamples", "100"),
+        ("report", rel, "-o", "r.html", "--resamples", "100"),
+    ):
+        r = run_duet(*args, cwd=elsewhere)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "problem:" not in r.stdout + r.stderr, (args, r.stdout, r.stderr)
+    md = run_duet("report", rel, "--format", "markdown", "--resamples", "100", cwd=elsewhere)
+    assert "| b " in md.stdout
+
+
+def test_results_written_before_the_fix_resolve_once(tmp_path):
+    """A side's result_files are stored relative to its directory; `process` given the results
+    by a relative path must find them there (it used to prefix the side directory twice)."""
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(_config("suite"))
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    r = run_duet("process", "res/t", "-o", "it.csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "problem" not in r.stderr, r.stderr
+    assert len(pd.read_csv(tmp_path / "it.csv")) == 3 * 2 * 4  # 4 seqn runs, 1 aduet, 4 iterations
+
+
 # ------------------------------------------------------------------ names
 
 
@@ -195,4 +250,54 @@ def test_sync_dir_placeholder_is_one_quoted_word(tmp_path, template):
     subprocess.run(["/bin/sh", "-c", cmd], cwd=tmp_path, check=True)
     seen = (tmp_path / "seen").read_text()
     assert seen == (f"x{d}/y" if "x$$" in template else d)
+    _no_injection(tmp_path)
+
+
+@pytest.mark.container
+def test_sync_placeholder_in_containers_with_hostile_output_path(tmp_path, image):  # noqa: F811
+    """The container executor substitutes `$$` the same way: one quoted word, the same path
+    inside the containers as outside."""
+    import uuid
+
+    import yaml
+
+    name = f"paths-{uuid.uuid4().hex[:8]}"
+    bin_dir = tmp_path / "h"
+    bin_dir.mkdir()
+    (bin_dir / "harness.sh").write_bytes(HARNESS.read_bytes())
+    sides = {
+        pair: {
+            "command": f'sh /h/harness.sh "$DUET_OUTPUT_DIR/out.csv" 4 {work}',
+            "sync_command": f'DUET_SYNC_DIR=$$ sh /h/harness.sh "$DUET_OUTPUT_DIR/out.csv" 4 {work}',
+        }
+        for pair, work in (("A", 2000), ("B", 4000))
+    }
+    doc = {
+        "experiment": {
+            "name": name,
+            "seed": 5,
+            "executor": "podman",
+            "default_artifacts": False,
+            "repetitions": {"sduet": 2},
+            "timeout": "120s",
+        },
+        "defaults": {"image": image, "harness": "generic", "mounts": [f"{bin_dir}:/h:ro"]},
+        "benchmarks": {"b": {**sides, "results": ["$DUET_OUTPUT_DIR/out.csv"]}},
+    }
+    (tmp_path / "duet.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    r = run_duet("run", "../duet.yml", "-o", HOSTILE, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    root = cwd / HOSTILE / name
+    for run_id in ("b.sduet.000", "b.sduet.001"):
+        record = json.loads((root / "runs" / run_id / "run.json").read_text())
+        assert record["status"] == "ok", record["message"]
+        assert record["sync"]["go_count"] >= 4
+    other = tmp_path / "other place"
+    other.mkdir()
+    r = run_duet("compare", os.path.relpath(root, other), "--format", "json", cwd=other)
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["rows"]
+    assert row["runs"] == 2 and row["pairs"] > 0
     _no_injection(tmp_path)
