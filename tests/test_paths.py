@@ -168,6 +168,105 @@ def test_results_written_before_the_fix_resolve_once(tmp_path):
     assert len(pd.read_csv(tmp_path / "it.csv")) == 3 * 2 * 4  # 4 seqn runs, 1 aduet, 4 iterations
 
 
+# ------------------------------------------------------------------ rich markup in paths
+
+
+def test_rich_markup_in_output_path_runs_compares_and_resumes(tmp_path):
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(_config("builtin"))
+    out = "res[/tmp]"  # `[/tmp]` is a closing tag for rich
+    r = run_duet("run", "duet.yml", "-o", out, "-v", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "MarkupError" not in r.stderr and "Traceback" not in r.stderr
+    assert "res[/tmp]" in r.stderr.replace("\n", "")  # the path shown as typed, not as markup
+    root = tmp_path / out / "t"
+    r = run_duet("compare", str(root), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert " b " in r.stdout
+    r = run_duet("run", "duet.yml", "-o", out, "--resume", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "already finished" in r.stderr
+
+
+def test_rich_markup_in_table_values_is_shown_as_text(tmp_path):
+    """An iterations table from another tool may hold any benchmark or experiment name."""
+    rows = []
+    for bench in ("x[/]", "[bold]y"):
+        for run in range(3):
+            for pair, d in (("A", 100), ("B", 130)):
+                for it in range(4):
+                    rows.append(
+                        dict(
+                            experiment="e[/x]",
+                            benchmark=bench,
+                            method="seqn",
+                            run=run,
+                            pair=pair,
+                            iteration=it,
+                            duration_ns=d + it + run,
+                        )
+                    )
+    path = tmp_path / "t[bold].csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    r = run_duet("compare", str(path), "--resamples", "200")
+    assert r.returncode == 0, r.stderr
+    assert "x[/]" in r.stdout and "[bold]y" in r.stdout and "e[/x]" in r.stdout
+    r = run_duet("evaluate", str(path), "--resamples", "100")
+    assert r.returncode == 0, r.stderr
+    assert "x[/]" in r.stdout and "[bold]y" in r.stdout
+
+
+# ------------------------------------------------------------------ Markdown
+
+
+def test_markdown_shows_names_and_paths_as_text(tmp_path):
+    rows = []
+    for run in range(3):
+        for pair, d in (("A", 100), ("B", 130)):
+            for it in range(4):
+                rows.append(
+                    dict(
+                        experiment="<img src=x onerror=alert(1)>",
+                        benchmark="*b*|<b>x</b>",
+                        method="seqn",
+                        run=run,
+                        pair=pair,
+                        iteration=it,
+                        duration_ns=d + it,
+                    )
+                )
+    path = tmp_path / "t.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    for cmd in (("compare",), ("report",)):
+        r = run_duet(*cmd, str(path), "--format", "markdown", "--resamples", "100")
+        assert r.returncode == 0, r.stderr
+        md = r.stdout
+        assert "<img" not in md and "<b>" not in md, md
+        assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in md
+        assert "\\*b\\*\\|&lt;b&gt;x&lt;/b&gt;" in md
+        # the table keeps its columns: the `|` in the name does not split a cell
+        header = next(x for x in md.splitlines() if x.startswith("| benchmark"))
+        row = next(x for x in md.splitlines() if x.startswith("| \\*b"))
+        assert len(_cells(row)) == len(_cells(header))
+
+
+def test_markdown_escapes_results_dir_path_and_problems(tmp_path):
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(_config("suite"))
+    out = tmp_path / "<b>res` x"
+    r = run_duet("run", str(cfg), "-o", str(out), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    root = out / "t"
+    # one damaged result file: the problem line names its path
+    bad = next(p for p in sorted((root / "runs").glob("b.aduet.*/A/out.csv")))
+    bad.write_text("iteration,start_ns,end_ns\n0,x,y\n")
+    for cmd in ("compare", "report"):
+        r = run_duet(cmd, str(root), "--format", "markdown", "--resamples", "100")
+        assert r.returncode == 0, r.stderr
+        assert "<b>" not in _outside_code(r.stdout), r.stdout
+        assert "&lt;b&gt;res\\` x" in r.stdout  # in the problem line
+
+
 # ------------------------------------------------------------------ names
 
 
