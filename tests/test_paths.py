@@ -186,6 +186,14 @@ def test_rich_markup_in_output_path_runs_compares_and_resumes(tmp_path):
     r = run_duet("run", "duet.yml", "-o", out, "--resume", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "already finished" in r.stderr
+    # what a host reports (its CPU model, kernel...) is text too
+    (host_file,) = (root / "hosts").glob("*.json")
+    info = json.loads(host_file.read_text())
+    info["cpu_model"] = "CPU[/] [bold]x"
+    host_file.write_text(json.dumps(info))
+    r = run_duet("hosts", str(root))
+    assert r.returncode == 0, r.stderr
+    assert "CPU[/] [bold]x" in r.stdout
 
 
 def test_rich_markup_in_table_values_is_shown_as_text(tmp_path):
