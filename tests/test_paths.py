@@ -408,3 +408,18 @@ def test_sync_placeholder_in_containers_with_hostile_output_path(tmp_path, image
     (row,) = json.loads(r.stdout)["rows"]
     assert row["runs"] == 2 and row["pairs"] > 0
     _no_injection(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../x", "/x", "", ".", "..", "a\0b"])
+def test_experiment_built_in_code_cannot_write_outside_the_output_dir(tmp_path, name):
+    from dataclasses import replace
+
+    from duetbench.config import loads_config
+    from duetbench.errors import ResultsDirError
+    from duetbench.schedule.inline import run_experiment
+
+    exp = loads_config('experiment: {name: x}\nbenchmarks:\n  b: {command: "true"}\n')
+    out = tmp_path / "out"
+    with pytest.raises(ResultsDirError):
+        run_experiment(replace(exp, name=name), out)
+    assert list(tmp_path.iterdir()) == []

@@ -71,7 +71,7 @@ def results_root(exp: Experiment, out_dir: str | Path) -> Path:
     points elsewhere.
     """
     name = exp.name
-    if not name or name in (".", "..") or Path(name).name != name or len(Path(name).parts) != 1:
+    if not name or name in (".", "..") or "\0" in name or Path(name).name != name:
         # the config loader refuses such names (docs/config.md); an Experiment built in code
         # must not write outside -o either
         raise ResultsDirError(
