@@ -246,6 +246,9 @@ def test_cluster_run_has_the_layout_of_a_local_run_and_hosts_never_overlap(
         assert runs[rid]["status"] == lruns[rid]["status"]
         for pair, side in runs[rid]["sides"].items():
             assert list(side) == list(lruns[rid]["sides"][pair])
+            # run.json names the side's directory where it is now, not on the worker
+            assert side["cwd"] == str((root / "runs" / rid / pair).resolve())
+            assert lruns[rid]["sides"][pair]["cwd"] == str((lroot / "runs" / rid / pair).resolve())
         files = sorted(
             str(p.relative_to(root / "runs" / rid)) for p in (root / "runs" / rid).rglob("*")
         )

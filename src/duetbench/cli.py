@@ -83,6 +83,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from .config import load_config
     from .plan import make_plan
+    from .report.formatting import rich_text
 
     exp = load_config(args.config, executor=args.executor)
     plan = make_plan(exp, _split_only(args.only))
@@ -90,7 +91,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in plan], indent=2))
         return 0
     table = Table(
-        title=f"{exp.name}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
+        title=f"{rich_text(exp.name)}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
         f"executor {exp.executor}"
     )
     for col in ("#", "run", "benchmark", "method", "rep", "sides", "cpu slots", "harness"):
@@ -100,13 +101,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         slots = " ".join(f"{s.pair}:{'-' if s.cpu_slot is None else s.cpu_slot}" for s in r.sides)
         table.add_row(
             str(r.index),
-            r.run_id,
-            r.benchmark,
+            rich_text(r.run_id),
+            rich_text(r.benchmark),
             r.method,
             str(r.rep),
             "".join(r.pairs),
             slots,
-            r.harness,
+            rich_text(r.harness),
         )
     Console().print(table)
     return 0

@@ -109,7 +109,9 @@ def process(root: str | Path) -> ProcessReport:
         host = run.get("host", "")
         used = False
         for pair, side in (run.get("sides") or {}).items():
-            side_dir = store.runs_dir / run_id / pair
+            # absolute: result_files are relative to the side directory, and a parser must find
+            # them whatever the working directory and however the results dir was named
+            side_dir = (store.runs_dir / run_id / pair).absolute()
             ctx = SideContext(
                 side_dir=side_dir,
                 result_files=tuple(side_dir / p for p in side.get("result_files", [])),

@@ -484,7 +484,11 @@ def _load_thesis(doc: LocatedYaml) -> Experiment:
         o.get("remove_containers") is False for o in owns.values()
     )
     return Experiment(
-        name=section.name or section.suite or doc.file.stem.replace(".duet", "") or "experiment",
+        name=(
+            _experiment_name(section.name, doc, ("duetbench", "name"))
+            if section.name is not None
+            else safe_experiment_name(section.suite or doc.file.stem.replace(".duet", ""))
+        ),
         seed=section.seed if section.seed is not None else 0,
         schedule=_thesis_schedule(section, owns, doc),
         benchmarks=tuple(benchmarks),
@@ -597,6 +601,47 @@ def _check_name(name: str, doc: LocatedYaml, path: tuple[Any, ...]) -> None:
         )
 
 
+#: an experiment name is one directory name under -o (docs/config.md, `name`)
+EXPERIMENT_NAME_MAX = 100
+_EXPERIMENT_NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+def safe_experiment_name(text: str) -> str:
+    """A valid experiment name made from ``text`` (a file name or a suite label the user
+    did not write as a name): other characters become ``-``."""
+    name = re.sub(r"[^A-Za-z0-9_.+-]+", "-", text)
+    name = re.sub(r"^[^A-Za-z0-9]+", "", name)[:EXPERIMENT_NAME_MAX].rstrip("-_.+")
+    return name or "experiment"
+
+
+def _experiment_name(name: str, doc: LocatedYaml, path: tuple[str, ...]) -> str:
+    """``name`` if it is a valid experiment name, else a ConfigError saying why and what to write."""
+    if _EXPERIMENT_NAME_OK.fullmatch(name) and len(name) <= EXPERIMENT_NAME_MAX:
+        return name
+    if not name:
+        why = "is empty"
+    elif name in (".", ".."):
+        why = f"is {name!r}, which names a directory that is not the experiment's own"
+    elif len(name) > EXPERIMENT_NAME_MAX:
+        why = f"has {len(name)} characters"
+    elif bad := [c for c in name if not c.isprintable()]:
+        why = f"contains the control character {bad[0]!r}"
+    elif "/" in name or "\\" in name:
+        why = "contains a path separator, so results would go outside the -o directory"
+    elif bad := sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9_.+-]", c)}):
+        why = "contains " + ", ".join(f"{c!r}" for c in bad)
+    else:
+        why = "starts with " + repr(name[0])
+    raise ConfigError(
+        f"the experiment name {name[:120]!r} {why}. It names the results directory "
+        f"(<-o>/<name>/), so it must be 1 to {EXPERIMENT_NAME_MAX} letters, digits and _ . + -, "
+        f"starting with a letter or digit; e.g. `name: {safe_experiment_name(name)}`",
+        file=doc.file,
+        line=doc.line_of(path),
+        key=".".join(path),
+    )
+
+
 # ----------------------------------------------------------------------------- native format
 
 
@@ -701,7 +746,7 @@ def _load_native(doc: LocatedYaml) -> Experiment:
     artifacts = dict(DEFAULT_ARTIFACTS) if exp.default_artifacts else {}
     artifacts.update(exp.artifacts or {})
     return Experiment(
-        name=exp.name,
+        name=_experiment_name(exp.name, doc, ("experiment", "name")),
         seed=exp.seed,
         schedule="rmit" if exp.schedule == "randomized_interleaving_trials" else exp.schedule,
         benchmarks=tuple(benchmarks),

@@ -51,7 +51,7 @@ from typing import Any
 from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
-from .driver import _SHELL_CHARS
+from .driver import _SHELL_CHARS, substitute_sync_dir
 from .hang import CgroupCpu, CpuProbe
 from .local import LocalExecutor, ReadyTimeout, RunOutcome, expand_results, resolve_cpus, side_cpus
 
@@ -640,7 +640,7 @@ class ContainerExecutor(LocalExecutor):
         else:
             command = side.command
             if d.get("sync_dir"):
-                command = command.replace("$$", d["sync_dir"])
+                command = substitute_sync_dir(command, d["sync_dir"])
             args = ["-1"]
             argv = ["/bin/sh", "-c", command]
         d["command"] = shlex.join(

@@ -106,6 +106,41 @@ def argv_for(command: str) -> list[str]:
     return [exe or words[0], *words[1:]]
 
 
+def substitute_sync_dir(command: str, path: str) -> str:
+    """``command`` with every ``$$`` replaced by ``path`` as one shell word (docs/sync.md).
+
+    Outside quotes ``$$`` becomes the shell-quoted path; inside ``"..."`` the path with
+    ``\\ $ ` "`` escaped; inside ``'...'`` the quote is closed around the quoted path.
+    So shell syntax in the experiment name or the ``-o`` path is never run, and a space
+    does not split the path. A backslash-escaped ``$`` is left alone.
+    """
+    out: list[str] = []
+    state = ""  # "" outside quotes, "'" or '"' inside
+    i, n = 0, len(command)
+    while i < n:
+        c = command[i]
+        if c == "\\" and state != "'" and i + 1 < n:
+            out.append(command[i : i + 2])
+            i += 2
+            continue
+        if command.startswith("$$", i):
+            if state == '"':
+                out.append(re.sub(r'([\\$`"])', r"\\\1", path))
+            elif state == "'":
+                out.append("'" + shlex.quote(path) + "'")
+            else:
+                out.append(shlex.quote(path))
+            i += 2
+            continue
+        if state == "" and c in "'\"":
+            state = c
+        elif c == state:
+            state = ""
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def _run_shell(
     command: str, cwd: str, env: dict[str, str], out: Any, err: Any, prefix: list[str] | None = None
 ) -> int:
@@ -321,7 +356,7 @@ def _external(
 ) -> None:
     command = spec["command"]
     if spec.get("sync_dir"):
-        command = command.replace("$$", spec["sync_dir"])
+        command = substitute_sync_dir(command, spec["sync_dir"])
     argv = prefix + ["/bin/sh", "-c", command]
     rc = _spawn(state, argv, cwd, env, out, err)
     if state.stopping:
@@ -369,7 +404,7 @@ def _start_gated(
     fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
     command = spec["command"]
     if spec.get("sync_dir"):
-        command = command.replace("$$", spec["sync_dir"])
+        command = substitute_sync_dir(command, spec["sync_dir"])
     child = subprocess.Popen(
         prefix + ["/bin/sh", "-c", command],
         cwd=cwd,

@@ -165,6 +165,9 @@ class LocalExecutor:
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> RunOutcome:
         """Execute ``spec`` with its files under ``run_dir``; return the run record (run.json)."""
+        # every path a side gets ($DUET_OUTPUT_DIR, $DUET_SYNC_DIR, `$$`) must be absolute: it
+        # runs in its own working directory (schedulers pass absolute paths already)
+        run_dir = Path(os.path.abspath(run_dir))
         cpus, all_busy = resolve_cpus(spec.cpus, self.host_cpus)
         record: dict[str, Any] = {
             "run_id": spec.run_id,

@@ -116,12 +116,20 @@ def find_result_files(
 def _locate(entry: Path, side_dir: Path) -> Path:
     """A ``results:`` entry inside the side directory.
 
-    Relative entries are relative to ``side_dir``. An absolute entry that does
+    Relative entries are relative to ``side_dir`` (an entry that already starts with a
+    relative ``side_dir`` is taken once, not twice). An absolute entry that does
     not exist (a path inside the container, like the thesis' ``/duet/results.csv``)
     is looked for by its name in ``side_dir``, where results are collected.
     """
     if not entry.is_absolute():
-        return side_dir / entry
+        inside = side_dir / entry
+        if not inside.exists() and not side_dir.is_absolute() and entry.exists():
+            try:
+                if entry.resolve().is_relative_to(side_dir.resolve()):
+                    return entry  # already prefixed with the (relative) side directory
+            except OSError:
+                pass
+        return inside
     if not entry.exists() and (side_dir / entry.name).exists():
         return side_dir / entry.name
     return entry

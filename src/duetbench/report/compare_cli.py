@@ -14,6 +14,7 @@ from .. import __version__
 from ..atomic import write_atomic
 from ..errors import DuetError
 from ..store import ResultsStore
+from .formatting import md_cell, md_text, rich_text
 
 if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
     import pandas as pd
@@ -306,7 +307,7 @@ def render_terminal(
             console = Console(width=max(console.width, 140))
     conf = f"{args.confidence * 100:g} %"
     title = (
-        f"{loaded.experiment or loaded.source}: {args.test} test, {conf} {args.interval} interval; "
+        f"{rich_text(loaded.experiment or loaded.source)}: {args.test} test, {conf} {args.interval} interval; "
         "change = B vs A, + means B slower"
         + (
             f", threshold {parse_threshold(args.threshold) * 100:g} %"
@@ -322,7 +323,7 @@ def render_terminal(
             no_wrap=h != "benchmark",
         )
     for r in rows.to_dict("records"):
-        cells = _row_cells(r)
+        cells = [rich_text(c) for c in _row_cells(r)]
         style = VERDICT_STYLE.get(cells[-1], "white")
         cells[-1] = f"[{style}]{cells[-1]}[/]"
         table.add_row(*cells)
@@ -331,10 +332,11 @@ def render_terminal(
     clustered = sorted({str(c) for c in col if isinstance(c, str) and c and c != "run"})
     if clustered:
         console.print(
-            f"[cyan]runs span several hosts: intervals resample {', '.join(clustered)}s (clustered bootstrap)[/]"
+            f"[cyan]runs span several hosts: intervals resample {rich_text(', '.join(clustered))}s "
+            "(clustered bootstrap)[/]"
         )
     for note in lost_run_notes(rows, loaded.table, args.min_overlap):
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {rich_text(note)}")
     _print_problems(console, loaded)
 
 
@@ -352,12 +354,12 @@ def _print_problems(console: Any, loaded: Loaded) -> None:
             "iterations are used[/]"
         )
     for p in loaded.problems:
-        console.print(f"[yellow]problem:[/] {p}")
+        console.print(f"[yellow]problem:[/] {rich_text(p)}")
 
 
 def render_markdown(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace) -> str:
     lines = [
-        f"### duetbench: {loaded.experiment or loaded.source}",
+        f"### duetbench: {md_text(loaded.experiment or loaded.source)}",
         "",
         f"{args.test} test, {args.confidence * 100:g} % {args.interval} interval; change = B vs A, "
         "positive = B slower.",
@@ -368,10 +370,11 @@ def render_markdown(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace
     icons = {"slower": "🔴 slower", "faster": "🟢 faster"}
     for r in rows.to_dict("records"):
         cells = _row_cells(r)
+        cells[0] = md_text(cells[0])  # benchmark (@host): user text
         cells[-1] = icons.get(cells[-1], cells[-1])
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     if loaded.problems:
-        lines += ["", "Problems:", *[f"- {p}" for p in loaded.problems]]
+        lines += ["", "Problems:", *[f"- {md_text(p)}" for p in loaded.problems]]
     return "\n".join(lines) + "\n"
 
 
@@ -460,7 +463,7 @@ def cmd_process(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     out = args.output or (Path(args.source) / "iterations.parquet")
     save(rep.table, out)
-    console.print(f"{len(rep.table)} iterations from {rep.runs_used} runs -> {out}")
+    console.print(f"{len(rep.table)} iterations from {rep.runs_used} runs -> {rich_text(out)}")
     runs = ", ".join(f"{n} {k}" for k, n in sorted(rep.runs_excluded.items()))
     its = ", ".join(f"{n} {k}" for k, n in sorted(rep.iterations_excluded.items()))
     if runs or its:
@@ -469,7 +472,7 @@ def cmd_process(args: argparse.Namespace) -> int:
             f"{its + ' iteration(s)' if its else ''}"
         )
     for p in rep.problems:
-        console.print(f"[yellow]problem:[/] {p}")
+        console.print(f"[yellow]problem:[/] {rich_text(p)}")
     return 0
 
 

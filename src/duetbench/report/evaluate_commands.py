@@ -32,6 +32,7 @@ from .evaluate import (
     parse_grid,
     to_json_doc,
 )
+from .formatting import rich_text
 
 METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2}
 TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2}
@@ -120,8 +121,9 @@ def mds_text(v: Any, largest: float) -> str:
 
 
 def bench_label(r: dict[str, Any], multi_host: bool) -> str:
+    """The benchmark (and its host when runs span several), escaped for rich markup."""
     name = str(r["benchmark"])
-    return f"{name} @{r['host']}" if multi_host and r.get("host") else name
+    return rich_text(f"{name} @{r['host']}" if multi_host and r.get("host") else name)
 
 
 def _multi_host(ev: Evaluation) -> bool:
@@ -152,10 +154,10 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
     multi = _multi_host(ev)
     conf = f"{st['confidence'] * 100:g} %"
     console.print(
-        f"[bold]{loaded.experiment or loaded.source}[/]: evaluation (thesis ch. 5). "
+        f"[bold]{rich_text(loaded.experiment or loaded.source)}[/]: evaluation (thesis ch. 5). "
         f"Tests at {conf} ({st['interval']} interval, run statistic {st['run_stat']}), "
         f"aduet pairing m = {st['min_overlap']:g}. A/A benchmarks: "
-        f"{', '.join(ev.aa_benchmarks) or 'none (use --aa)'}."
+        f"{rich_text(', '.join(ev.aa_benchmarks)) or 'none (use --aa)'}."
     )
 
     def table(title: str, caption: str | None = None) -> Table:
@@ -281,7 +283,7 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
     if ev.aa_benchmarks:
         t = table(
             "RQ3  A/A: benchmarks judged 'same' (fig. 5.6, 5.7)",
-            f"A/A benchmarks: {', '.join(ev.aa_benchmarks)}",
+            f"A/A benchmarks: {rich_text(', '.join(ev.aa_benchmarks))}",
         )
         for h in ("host", "suite", "method", "ratio", "diff", "U test"):
             t.add_column(h, justify="left" if h in ("host", "suite", "method") else "right")
@@ -289,7 +291,7 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
         for k, g in sort_rows(ev.aa, grp).groupby(grp, sort=False):
             cells = {r["test"]: fmt.share(r["same"], r["benchmarks"]) for r in g.to_dict("records")}
             t.add_row(
-                *map(str, k),
+                *map(rich_text, k),
                 cells.get("ratio", "-"),
                 cells.get("diff", "-"),
                 cells.get("utest", "-"),
@@ -303,7 +305,7 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
             for c in cols:
                 t.add_column(f"m={c * 100:g}%", justify="right")
             for key_t, vals in rows:
-                t.add_row(*map(str, key_t), *[fmt.pct(vals.get(c), digits=0) for c in cols])
+                t.add_row(*map(rich_text, key_t), *[fmt.pct(vals.get(c), digits=0) for c in cols])
             console.print(t)
     else:
         console.print(
@@ -366,10 +368,10 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
             t.add_column(f"{c * 100:g}%", justify="right")
         for key_t, vals in rows:
             v = [fmt.num(vals.get(c)) for c in cols]
-            t.add_row(*map(str, key_t), *["-" if x is None else f"{x * 100:.0f}" for x in v])
+            t.add_row(*map(rich_text, key_t), *["-" if x is None else f"{x * 100:.0f}" for x in v])
         console.print(t)
     for p in ev.problems:
-        console.print(f"[yellow]problem:[/] {p}")
+        console.print(f"[yellow]problem:[/] {rich_text(p)}")
     from .compare_cli import _print_problems
 
     _print_problems(console, loaded)

@@ -1,9 +1,55 @@
-"""Number formats shared by the terminal, Markdown and HTML renderings of the evaluation."""
+"""Number formats shared by the terminal, Markdown and HTML renderings of the evaluation,
+and the escaping of user text (names, paths, messages) for rich markup and Markdown."""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
+
+#: Markdown punctuation that can start emphasis, code, links, images, headings' closing
+#: sequences, strikethrough or a table cell; escaped with a backslash (CommonMark allows a
+#: backslash before any ASCII punctuation)
+_MD_PUNCT = re.compile(r"([\\`*_\[\]()#~!|])")
+_MD_LINE_START = re.compile(r"^([-+=>]|\d+[.)])")
+_MD_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def _printable(text: str) -> str:
+    """Line ends, tabs, NUL and other control characters as spaces (one line of text)."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
+def rich_text(value: Any) -> str:
+    """``value`` as text for rich markup: ``[`` shown as it is, never read as a style tag."""
+    from rich.markup import escape
+
+    return escape(str(value))
+
+
+def md_text(value: Any) -> str:
+    """``value`` as Markdown that renders as the same text: no HTML, emphasis, links,
+    code or table cells; one line."""
+    text = _MD_PUNCT.sub(r"\\\1", _printable(str(value)))
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    m = _MD_LINE_START.match(text)
+    if m:  # a list item, block quote or setext underline where the text starts a line
+        text = m.group(1)[:-1] + "\\" + m.group(1)[-1] + text[m.end() :]
+    return text
+
+
+def md_cell(value: Any) -> str:
+    """A Markdown table cell: ``|`` not yet escaped (by :func:`md_text`) is escaped."""
+    return _MD_UNESCAPED_PIPE.sub(r"\\|", _printable(str(value)))
+
+
+def md_code(value: Any) -> str:
+    """``value`` as an inline code span, fenced by more backticks than it contains."""
+    text = _printable(str(value))
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def num(x: Any) -> float | None:

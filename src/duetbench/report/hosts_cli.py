@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store import ResultsStore
+from .formatting import rich_text
 
 SCHEMA_ID = "duetbench.hosts/1"
 STATUSES = ("ok", "failed", "timeout", "hung", "interrupted", "lost")
@@ -153,7 +154,7 @@ def cmd_hosts(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"{report['experiment']}: {len(report['hosts'])} host(s)")
+    table = Table(title=f"{rich_text(report['experiment'])}: {len(report['hosts'])} host(s)")
     for col in ("host", "CPU", "CPUs", "mem GB", "kernel", "virt", "engines"):
         table.add_column(col)
     for col in ("ok", "failed", "timeout", "hung", "lost"):
@@ -164,15 +165,15 @@ def cmd_hosts(args: argparse.Namespace) -> int:
         cfg, runs = r["config"], r["runs"]
         health = f"[{style.get(r['health'], 'yellow')}]{r['health']}[/]"
         if r["reason"]:
-            health += f": {r['reason']}"
+            health += f": {rich_text(r['reason'])}"
         table.add_row(
-            r["host"],
-            str(cfg["cpu_model"] or "-"),
-            str(cfg["cpus_available"] or cfg["cores"] or "-"),
+            rich_text(r["host"]),
+            rich_text(cfg["cpu_model"] or "-"),
+            rich_text(cfg["cpus_available"] or cfg["cores"] or "-"),
             "-" if cfg["memory_gb"] is None else f"{cfg['memory_gb']:g}",
-            str(cfg["kernel"] or "-"),
-            str(cfg["virtualization"] or "-"),
-            ", ".join(cfg["container_engines"] or []) or "-",
+            rich_text(cfg["kernel"] or "-"),
+            rich_text(cfg["virtualization"] or "-"),
+            rich_text(", ".join(map(str, cfg["container_engines"] or [])) or "-"),
             str(runs["ok"]),
             str(runs["failed"]),
             str(runs["timeout"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -1318,9 +1319,13 @@ def render_html(ev: Evaluation, loaded: Loaded, opts: ReportOptions | None = Non
 # ---------------------------------------------------------------------- Markdown
 
 
+def _md_bench_label(host: Any, bench: Any, multi_host: bool) -> str:
+    return fmt.md_text(_bench_label(host, bench, multi_host))
+
+
 def _md_table(headers: list[str], rows: list[list[str]], left: int = 2) -> list[str]:
     def cell(c: str) -> str:
-        return str(c).replace("|", "\\|").replace("\n", " ")
+        return fmt.md_cell(c)  # user text in it is already fmt.md_text
 
     return [
         "| " + " | ".join(headers) + " |",
@@ -1335,7 +1340,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
     multi = ev.tests["host"].nunique() > 1 if not ev.tests.empty else False
     icons = {"slower": "🔴 slower", "faster": "🟢 faster"}
     out = [
-        f"## duetbench report: {loaded.experiment or loaded.source}",
+        f"## duetbench report: {fmt.md_text(loaded.experiment or loaded.source)}",
         "",
         f"{TEST_NAMES.get(st['test'], st['test'])}, {st['confidence'] * 100:g} % {st['interval']} "
         "interval over runs; change = B against A, **+ means B is slower**.",
@@ -1343,7 +1348,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
     ]
     rows = [
         [
-            str(r["benchmark"]),
+            fmt.md_text(r["benchmark"]),
             str(r["method"]),
             fmt.duration(r["mean_a_ns"]),
             fmt.duration(r["mean_b_ns"]),
@@ -1365,7 +1370,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
             ["benchmark", "method", "seqn cost", "duet cost", "speedup"],
             [
                 [
-                    _bench_label(r["host"], r["benchmark"], multi),
+                    _md_bench_label(r["host"], r["benchmark"], multi),
                     str(r["method"]),
                     fmt.duration(r["seqn_cost_ns"]),
                     fmt.duration(r["duet_cost_ns"]),
@@ -1387,7 +1392,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
         u = idx.get("utest", {}).get(k, {})
         rows.append(
             [
-                _bench_label(r["host"], r["benchmark"], multi),
+                _md_bench_label(r["host"], r["benchmark"], multi),
                 str(r["method"]),
                 fmt.pct(r["ci_width"], digits=2),
                 str(r["verdict"]),
@@ -1402,13 +1407,16 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
         ["benchmark", "method", "ratio width", "ratio", "diff width", "diff", "U p", "U"], rows
     )
     if ev.aa_benchmarks and not ev.aa.empty:
-        out += ["", f"### A/A: benchmarks judged same ({', '.join(ev.aa_benchmarks)})", ""]
+        aa = fmt.md_text(", ".join(ev.aa_benchmarks))
+        out += ["", f"### A/A: benchmarks judged same ({aa})", ""]
         rows = []
         for k, g in _sorted(ev.aa, ["host", "suite", "method"]).groupby(
             ["host", "suite", "method"], sort=False
         ):
             cells = {r["test"]: fmt.share(r["same"], r["benchmarks"]) for r in g.to_dict("records")}
-            rows.append([*map(str, k), *(cells.get(t, "-") for t in ("ratio", "diff", "utest"))])
+            rows.append(
+                [*map(fmt.md_text, k), *(cells.get(t, "-") for t in ("ratio", "diff", "utest"))]
+            )
         out += _md_table(["host", "suite", "method", "ratio", "diff", "U test"], rows)
     if not ev.mds.empty:
         largest = max(st["slowdowns"])
@@ -1419,7 +1427,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
             first = next(iter(recs.values()))
             rows.append(
                 [
-                    _bench_label(k[0], k[2], multi),
+                    _md_bench_label(k[0], k[2], multi),
                     "yes" if first["aa"] else "",
                     str(k[3]),
                     *[
@@ -1442,7 +1450,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
                 zip(g["min_overlap"].astype(float), g["relative_overlap_time"], strict=True)
             )
             rows.append(
-                [_bench_label(h, b, multi), *[fmt.pct(vals.get(m), digits=0) for m in grid]]
+                [_md_bench_label(h, b, multi), *[fmt.pct(vals.get(m), digits=0) for m in grid]]
             )
         out += _md_table(["benchmark", *[f"m={m * 100:g}%" for m in grid]], rows, left=1)
         out += ["", "</details>"]
@@ -1457,7 +1465,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
             ["benchmark", "method", "width paired", "width shuffled", "ratio"],
             [
                 [
-                    _bench_label(r["host"], r["benchmark"], multi),
+                    _md_bench_label(r["host"], r["benchmark"], multi),
                     str(r["method"]),
                     fmt.pct(r["width_paired"], digits=2),
                     fmt.pct(r["width_shuffled"], digits=2),
@@ -1469,6 +1477,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
         out += ["", "</details>"]
     notes = list(loaded.problems) + list(ev.problems)
     if notes:
-        out += ["", "Problems:", *[f"- {p}" for p in notes]]
-    out += ["", f"<sub>duetbench {__version__}; full report: `duet report {loaded.source}`</sub>"]
+        out += ["", "Problems:", *[f"- {fmt.md_text(p)}" for p in notes]]
+    command = fmt.md_code(f"duet report {shlex.quote(str(loaded.source))}")
+    out += ["", f"<sub>duetbench {__version__}; full report: {command}</sub>"]
     return "\n".join(out) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from rich.progress import (
 from ..plan import RunSpec
 from ..schedule.inline import ExperimentSummary
 from ..store import ResultsStore
+from .formatting import rich_text
 
 STATUS_STYLE = {
     "ok": "green",
@@ -47,10 +49,11 @@ class RichObserver:
         done = len(plan) - len(todo)
         if done:
             self.console.print(
-                f"[bold]resuming[/] {store.root}: {done} of {len(plan)} runs already finished"
+                f"[bold]resuming[/] {rich_text(store.root)}: {done} of {len(plan)} runs "
+                "already finished"
             )
         else:
-            self.console.print(f"[bold]duet run[/] {len(plan)} runs -> {store.root}")
+            self.console.print(f"[bold]duet run[/] {len(plan)} runs -> {rich_text(store.root)}")
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -71,7 +74,8 @@ class RichObserver:
         self._t_run[spec.run_id] = time.monotonic()
         if self.progress is not None:
             self.progress.update(
-                self.task, description=f"{spec.benchmark} [cyan]{spec.method}[/] #{spec.rep}"
+                self.task,
+                description=f"{rich_text(spec.benchmark)} [cyan]{spec.method}[/] #{spec.rep}",
             )
 
     def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None:
@@ -90,8 +94,9 @@ class RichObserver:
             order = f" {spec.order}" if spec.order else ""
             msg = f" - {record.get('message')}" if record.get("message") else ""
             line = (
-                f"[{style}]{status:<11}[/] {spec.run_id}{order} {its} "
-                f"({time.monotonic() - self._t_run.pop(spec.run_id, time.monotonic()):.1f} s){msg}"
+                f"[{style}]{status:<11}[/] {rich_text(spec.run_id)}{order} {rich_text(its)} "
+                f"({time.monotonic() - self._t_run.pop(spec.run_id, time.monotonic()):.1f} s)"
+                f"{rich_text(msg)}"
             )
             (self.progress.console if self.progress else self.console).print(line, highlight=False)
 
@@ -109,7 +114,8 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
     skipped = f"; {summary.skipped} already finished" if summary.skipped else ""
     head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
     console.print(
-        f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. Results: [bold]{summary.root}[/]"
+        f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. "
+        f"Results: [bold]{rich_text(summary.root)}[/]"
     )
     if summary.all_cores_busy:
         console.print(
@@ -118,9 +124,13 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
             "'Methods study')."
         )
     for note in getattr(summary, "notes", []) or []:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {rich_text(note)}")
     if summary.interrupted:
-        console.print(f"Continue with: duet run <config> -o {summary.root.parent} --resume")
+        console.print(
+            f"Continue with: duet run <config> -o {rich_text(shlex.quote(str(summary.root.parent)))} "
+            "--resume",
+            highlight=False,
+        )
 
 
 def print_runs_not_ok(console: Console, root: Path, bad: dict[str, str]) -> None:

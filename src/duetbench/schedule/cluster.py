@@ -67,6 +67,7 @@ from .inline import (
     Observer,
     _sigterm_as_interrupt,
     open_store,
+    relocate_paths,
     resume_notes,
 )
 
@@ -354,6 +355,7 @@ def execute_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
     strip_dask_environ()
     work = os.environ.get(WORK_DIR_ENV) or None
     root = Path(tempfile.mkdtemp(prefix=f"duet-{payload['token']}-{spec.run_id}-", dir=work))
+    root = root.resolve()  # DUET_WORK_DIR may be relative: the sides run in other directories
     try:
         setup = None
         if payload.get("setup"):
@@ -365,6 +367,7 @@ def execute_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
         outcome = executor.execute(spec, run_dir)
         return {
             "record": outcome.record,
+            "run_dir": str(run_dir),  # where the record's paths point on the worker
             "files": pack_dir(run_dir),
             "error": None if outcome.exception is None else repr(outcome.exception),
             "host": host,
@@ -855,7 +858,7 @@ class _Coordinator:
             self.attempt_lost(a, f"the executor stopped with {res['error']}", res)
             return
         h.consecutive_faults = 0
-        record = res["record"]
+        record = self.relocated(a.spec, res)
         self.store.commit_run_contents(a.spec.run_id, res["files"], record)
         roundtrip = time.monotonic() - a.dispatched
         self.event(
@@ -868,6 +871,13 @@ class _Coordinator:
             roundtrip_s=round(roundtrip, 6),  # submit -> committed: execute_s + scheduling
         )
         self.finished(a.spec, record, h)
+
+    def relocated(self, spec: RunSpec, res: dict[str, Any]) -> dict[str, Any]:
+        """The worker's run record naming the run's directory in this results directory."""
+        record: dict[str, Any] = res["record"]
+        if res.get("run_dir"):
+            record = relocate_paths(record, res["run_dir"], self.store.runs_dir / spec.run_id)
+        return record
 
     def finished(self, spec: RunSpec, record: dict[str, Any], h: _Host | None) -> None:
         status = record["status"]
@@ -907,7 +917,7 @@ class _Coordinator:
         # out of retries: keep what we know as an interrupted run (not journaled; --resume redoes it)
         message = f"lost {len(tried)} time(s) on host(s) {', '.join(tried)}: {reason}"
         if res is not None:
-            record = dict(res["record"])
+            record = dict(self.relocated(a.spec, res))
             record["status"] = "interrupted"
             record["message"] = message
             self.store.commit_run_contents(a.spec.run_id, res["files"], record)

@@ -62,10 +62,29 @@ class ExperimentSummary:
     notes: list[str] = field(default_factory=list)
 
 
+def results_root(exp: Experiment, out_dir: str | Path) -> Path:
+    """``out_dir/<name>`` as an absolute path, made once where an experiment is opened.
+
+    Every path handed on from here (run and side directories, ``$DUET_OUTPUT_DIR``,
+    ``$DUET_SYNC_DIR``, ``$$``, the paths in run.json) is absolute: a side runs in its own
+    working directory, where a path relative to the directory `duet` was started in
+    points elsewhere.
+    """
+    name = exp.name
+    if not name or name in (".", "..") or "\0" in name or Path(name).name != name:
+        # the config loader refuses such names (docs/config.md); an Experiment built in code
+        # must not write outside -o either
+        raise ResultsDirError(
+            f"the experiment name {name!r} is not a single directory name; use letters, digits "
+            "and _ . + - (docs/config.md, `name`)"
+        )
+    return Path(out_dir).resolve() / name
+
+
 def open_store(
     exp: Experiment, out_dir: Path, plan_all: list[RunSpec], resume: bool
 ) -> ResultsStore:
-    root = Path(out_dir) / exp.name
+    root = results_root(exp, out_dir)
     if not resume:
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
     if not (root / "experiment.json").exists():
@@ -90,6 +109,33 @@ def open_store(
             "new experiment to another directory with -o."
         )
     return store
+
+
+#: run.json keys copied verbatim from what a command printed: never rewritten
+_VERBATIM_KEYS = frozenset({"stderr_tail"})
+
+
+def relocate_paths(record: Any, old: str | Path, new: str | Path) -> Any:
+    """``record`` with the directory ``old`` replaced by ``new`` in every path it holds.
+
+    A run is built under a temporary name (``runs/.tmp-<run>-<pid>``, or a worker's own
+    directory on a cluster) and renamed into place; the record must name where its files
+    are. What a command printed (``stderr_tail``) is kept as it was.
+    """
+    old_s, new_s = str(old), str(new)
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str):
+            if value == old_s:
+                return new_s
+            return value.replace(old_s + os.sep, new_s + os.sep)
+        if isinstance(value, dict):
+            return {k: v if k in _VERBATIM_KEYS else fix(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(fix(v) for v in value)
+        return value
+
+    return fix(record)
 
 
 def _comparable(d: dict[str, Any]) -> Any:
@@ -241,11 +287,12 @@ def _run_locked(
                     observer.run_started(spec)
                     tmp = store.new_run_dir(spec.run_id)
                     outcome = executor.execute(spec, tmp)
-                    store.commit_run(tmp, outcome.record)
-                    status = outcome.record["status"]
+                    record = relocate_paths(outcome.record, tmp, store.runs_dir / spec.run_id)
+                    store.commit_run(tmp, record)
+                    status = record["status"]
                     summary.statuses[status] = summary.statuses.get(status, 0) + 1
-                    summary.all_cores_busy |= bool(outcome.record.get("all_cores_busy"))
-                    observer.run_finished(spec, outcome.record)
+                    summary.all_cores_busy |= bool(record.get("all_cores_busy"))
+                    observer.run_finished(spec, record)
                     if outcome.exception is not None:
                         raise outcome.exception
         except KeyboardInterrupt:
