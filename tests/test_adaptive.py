@@ -247,6 +247,23 @@ def test_decisions_are_pure_so_a_resumed_run_decides_the_same() -> None:
     assert batched.runs == 20 and batched.low <= batched.estimate <= batched.high
 
 
+def test_group_design_analyses_at_planned_points() -> None:
+    rule = StopRule.create(until="decided", design="group", max_runs=50)
+    m = rule.multipliers(50)
+    assert (np.flatnonzero(np.isfinite(m)) + 1).tolist() == [10, 20, 30, 40, 50]
+    # the same boundaries as the design computed directly
+    assert m[[9, 19, 29, 39, 49]] == pytest.approx(
+        group_sequential_multiplier([10, 20, 30, 40, 50], 50), rel=1e-12
+    )
+    # batches ending at 12, 24, ...: each analysis at the first batch end past its point
+    batched = rule.multipliers(50, looks=[12, 24, 36, 48, 50])
+    assert (np.flatnonzero(np.isfinite(batched)) + 1).tolist() == [12, 24, 36, 48, 50]
+    every = StopRule.create(until="decided", design="group", groups=None).multipliers(50)
+    assert np.isfinite(every[3:]).all()  # at 3 runs nothing is spent yet
+    with pytest.raises(AnalysisError, match="groups"):
+        StopRule.create(design="group", groups=0)
+
+
 def test_group_design_is_tighter_at_its_maximum_and_wider_early() -> None:
     seq = StopRule.create(until="decided", max_runs=50).multipliers(50)
     grp = StopRule.create(until="decided", design="group", max_runs=50).multipliers(50)

@@ -78,6 +78,9 @@ class StopRule:
     over ``max_runs``). The goal is checked from ``min_runs`` on; ``max_runs`` and
     ``budget_s`` (machine seconds for this benchmark, None: no limit) end it anyway.
     ``tuned_for``: the run count at which the confidence sequence is narrowest.
+    ``groups``: analyses of the group-sequential design, equally spaced over
+    ``max_runs`` (None: one after every run, whose t conversion lets false alarms
+    creep above nominal; docs/adaptive.md).
     """
 
     until: Goal = Goal.PRECISE
@@ -89,6 +92,7 @@ class StopRule:
     max_runs: int = 50
     budget_s: float | None = None
     tuned_for: int = 10
+    groups: int | None = 5
 
     @classmethod
     def create(cls, **kw: object) -> StopRule:
@@ -124,6 +128,10 @@ class StopRule:
         budget = r.budget_s
         if budget is not None and not float(budget) > 0:
             raise AnalysisError(f"the budget must be > 0 seconds, got {budget!r}")
+        if r.groups is not None and int(r.groups) < 1:
+            raise AnalysisError(
+                f"groups must be at least 1 (or None: a look every run), got {r.groups!r}"
+            )
         if int(r.tuned_for) < 3:
             raise AnalysisError(f"tuned_for must be at least 3 runs, got {r.tuned_for!r}")
         return replace(
@@ -137,6 +145,7 @@ class StopRule:
             max_runs=max_runs,
             budget_s=None if budget is None else float(budget),
             tuned_for=int(r.tuned_for),
+            groups=None if r.groups is None else int(r.groups),
         )
 
     def multipliers(self, runs: int, looks: Sequence[int] | None = None) -> np.ndarray:
@@ -148,6 +157,7 @@ class StopRule:
             min_runs=self.min_runs,
             max_runs=self.max_runs,
             tuned_for=self.tuned_for,
+            groups=self.groups,
             looks=looks,
         )
 

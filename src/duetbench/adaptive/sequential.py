@@ -8,11 +8,13 @@ and over looks, so the product's decision and the simulation use the same code.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
+from scipy import stats
 
 from duetbench.errors import AnalysisError
 
@@ -23,7 +25,7 @@ from .boundaries import (
     t_mixture_multiplier,
 )
 
-__all__ = ["Design", "Intervals", "look_multipliers", "running_intervals"]
+__all__ = ["Design", "Intervals", "look_multipliers", "planned_looks", "running_intervals"]
 
 
 class Design(StrEnum):
@@ -56,6 +58,12 @@ class Intervals:
         return np.arange(1, self.mean.shape[1] + 1)
 
 
+def planned_looks(max_runs: int, groups: int, min_runs: int = 2) -> list[int]:
+    """Run counts of ``groups`` equally spaced analyses up to ``max_runs`` (from ``min_runs``)."""
+    ends = {math.ceil(max_runs * k / groups) for k in range(1, groups + 1)}
+    return sorted(n for n in ends if n >= max(min_runs, 2))
+
+
 def look_multipliers(
     design: Design | str,
     runs: int,
@@ -64,30 +72,34 @@ def look_multipliers(
     min_runs: int = 2,
     max_runs: int | None = None,
     tuned_for: int = 10,
+    groups: int | None = None,
     looks: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Multiplier ``m`` of ``mean +- m s / sqrt(n)`` for ``n = 1..runs`` (inf: no look).
 
     ``looks``: the run counts at which the data were looked at (default: after every
-    run from ``min_runs`` on). The group-sequential design needs ``max_runs``.
+    run from ``min_runs`` on). The group-sequential design needs ``max_runs``; with
+    ``groups`` it analyses only at that many planned points (each taken at the first
+    look at or after it), else at every look.
     """
     d = Design(design)
     n = np.arange(1, runs + 1)
-    if looks is None:
-        looked = n >= max(min_runs, 2)
-    else:
-        looked = np.isin(n, np.asarray(list(looks), dtype=np.int64)) & (n >= 2)
+    seen = n[n >= max(min_runs, 2)] if looks is None else np.asarray(sorted(set(looks)), np.int64)
+    seen = seen[(seen >= 2) & (seen <= runs)]
     if d is Design.GROUP:
         if max_runs is None:
             raise AnalysisError("the group-sequential design needs a maximum number of runs")
-        look_n = n[looked & (n <= max_runs)]
+        if groups is not None:
+            planned = planned_looks(max_runs, groups, min_runs)
+            taken = {int(seen[seen >= p][0]) for p in planned if (seen >= p).any()}
+            seen = np.asarray(sorted(taken), dtype=np.int64)
+        look_n = seen[seen <= max_runs]
         out = np.full(runs, np.inf)
         if len(look_n):
             out[look_n - 1] = group_sequential_multiplier(look_n.tolist(), max_runs, confidence)
         return out
+    looked = np.isin(n, seen)
     if d is Design.NAIVE:
-        from scipy import stats
-
         mult = np.full(runs, np.inf)
         mult[1:] = stats.t.ppf(0.5 + confidence / 2.0, n[1:] - 1.0)
     else:
