@@ -8,7 +8,7 @@ unknown mean ``mu`` and unknown spread (docs/statistics.md, "Measuring until sur
   probability ``1 - alpha``. ``m(n)`` comes from the scale-invariant Bayes factor of
   ``mu`` with a normal mixture over the standardized effect (Lai 1976; the
   t-mixture of Lindon et al., Wang & Ramdas): under normal run values it is a
-  nonnegative martingale in ``n`` and Ville's inequality makes the coverage exact
+  nonnegative martingale in ``n`` and Ville's inequality guarantees the coverage
   at any number of runs, with the spread unknown -- no plug-in variance, so no
   small-sample correction is needed. :func:`normal_mixture_multiplier` is the
   known-variance form (Howard et al. 2021) into which an estimated ``s`` is plugged:
