@@ -1,0 +1,57 @@
+"""Measuring until sure: anytime-valid stopping, verdicts, costs and method choice.
+
+Pure numpy/scipy like :mod:`duetbench.analysis`: no printing, no files. The scheduler
+calls :func:`decide` after every completed run of a benchmark; :func:`estimate_costs`
+and :mod:`.planning` predict runs and machine time; :func:`choose_method` is
+``method: auto``. How it works and the evidence: docs/adaptive.md.
+"""
+
+from __future__ import annotations
+
+from .auto import PILOT_RUNS, MethodChoice, choose_method
+from .costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
+from .planning import Plan, best_iterations, plan_for_power, plan_for_precision
+from .rules import (
+    Decision,
+    Goal,
+    Outcome,
+    StopReason,
+    StopRule,
+    Stops,
+    decide,
+    first_stops,
+    outcomes,
+    runs_to_reach,
+)
+from .sequential import Design, Intervals, look_multipliers, running_intervals
+from .values import paired_runs, run_level_values
+
+__all__ = [
+    "PILOT_RUNS",
+    "CostModel",
+    "Decision",
+    "Design",
+    "Goal",
+    "Intervals",
+    "MethodChoice",
+    "Outcome",
+    "Plan",
+    "StopReason",
+    "StopRule",
+    "Stops",
+    "best_iterations",
+    "choose_method",
+    "decide",
+    "detect_warmup",
+    "estimate_costs",
+    "first_stops",
+    "look_multipliers",
+    "outcomes",
+    "paired_runs",
+    "plan_for_power",
+    "plan_for_precision",
+    "repetition_seconds",
+    "run_level_values",
+    "running_intervals",
+    "runs_to_reach",
+]

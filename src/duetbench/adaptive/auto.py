@@ -1,0 +1,105 @@
+"""``method: auto``: pick the method with the best precision per machine-second.
+
+After interleaved pilot runs of every candidate method (seqn and the duets) on a
+benchmark, the score of a method is the variance of its run values times the machine
+seconds of one of its repetitions -- the variance of the mean after one machine-second,
+lower is better. The choice depends on spreads and costs only, never on the estimated
+change, and the runs that made it are left out of the analysis of the chosen method
+(``analyse_from``): selecting on a pilot's low spread would otherwise make the interval
+too narrow (measured in benchmarks/adaptive_study.py, docs/adaptive.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from duetbench.errors import AnalysisError
+
+__all__ = ["MethodChoice", "choose_method"]
+
+#: Pilot runs per method before a choice (the default of ``method: auto``).
+PILOT_RUNS = 5
+#: A re-check switches away from the current method only when another is this much better.
+SWITCH_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """The chosen method and its evidence.
+
+    ``scores``: variance of the mean per machine-second of each method (log scale^2 x s);
+    ``half_width_per_hour``: relative half-width of a 95 % interval after one machine-hour;
+    ``analyse_from``: run values of the chosen method before this position are pilot
+    runs and stay out of its analysis.
+    """
+
+    method: str
+    scores: dict[str, float]
+    half_width_per_hour: dict[str, float]
+    runs: dict[str, int]
+    analyse_from: int
+    explanation: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "method": self.method,
+            "scores": dict(self.scores),
+            "half_width_per_hour": dict(self.half_width_per_hour),
+            "runs": dict(self.runs),
+            "analyse_from": self.analyse_from,
+            "explanation": self.explanation,
+        }
+
+
+def choose_method(
+    values: Mapping[str, object],
+    seconds: Mapping[str, float],
+    *,
+    pilot_runs: int = PILOT_RUNS,
+    current: str | None = None,
+    margin: float = SWITCH_MARGIN,
+) -> MethodChoice:
+    """Choose among the methods in ``values`` (run values per method, in run order).
+
+    ``seconds``: machine seconds spent on each method's runs. Every method needs
+    ``pilot_runs`` values (at least 2). ``current``: the method chosen earlier; a
+    re-check keeps it unless another method's score is ``margin`` times lower, so the
+    choice does not flap on noise.
+    """
+    if pilot_runs < 2:
+        raise AnalysisError(f"the pilot needs at least 2 runs per method, got {pilot_runs}")
+    if not values:
+        raise AnalysisError("method auto needs pilot runs of at least one method")
+    scores: dict[str, float] = {}
+    runs: dict[str, int] = {}
+    for method, vals in values.items():
+        v = np.asarray(vals, dtype=np.float64)
+        runs[method] = len(v)
+        if len(v) < pilot_runs:
+            raise AnalysisError(
+                f"method {method} has {len(v)} pilot run(s); the choice needs {pilot_runs}"
+            )
+        spent = float(seconds.get(method, math.nan))
+        if not spent > 0:
+            raise AnalysisError(f"method {method} has no machine time recorded ({spent!r} s)")
+        scores[method] = float(np.var(v, ddof=1)) * spent / len(v)
+    best = min(scores, key=lambda m: (scores[m], m))
+    if current is not None and current in scores and current != best:
+        if scores[best] * margin > scores[current]:
+            best = current
+    # a switch starts the new method's analysis at its next run: the runs that
+    # showed it better stay out, as the pilot's do
+    start = pilot_runs if current is None or best == current else runs[best]
+    per_hour = {m: math.expm1(1.959964 * math.sqrt(s / 3600.0)) for m, s in scores.items()}
+    ranked = sorted(scores, key=lambda m: (scores[m], m))
+    others = ", ".join(f"{m} +-{per_hour[m] * 100:.2g} %" for m in ranked if m != best)
+    text = (
+        f"{best}: +-{per_hour[best] * 100:.2g} % after one machine-hour"
+        + (f" (against {others})" if others else "")
+        + f", from {runs[best]} runs"
+    )
+    return MethodChoice(best, scores, per_hour, runs, start, text)

@@ -1,0 +1,136 @@
+"""Multi-level planning: iterations per run and runs for a precision or a power.
+
+With the variance of one run value ``s_r^2 + kappa s_i^2 / I`` and its cost
+``c_r + I c_i`` (:class:`~duetbench.adaptive.costs.CostModel`), the variance of the
+mean per machine-second is ``(s_r^2 + kappa s_i^2 / I)(c_r + I c_i)``, smallest at
+``I* = sqrt(c_r kappa s_i^2 / (c_i s_r^2))`` (Kalibera & Jones 2013). The runs are
+then the fewest whose interval -- under the stopping rule's design -- reaches the
+target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from duetbench.errors import AnalysisError
+
+from .costs import CostModel
+from .rules import StopRule, runs_to_reach
+
+__all__ = ["Plan", "best_iterations", "plan_for_power", "plan_for_precision"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Predicted measurement plan for one benchmark and method.
+
+    ``runs`` None: not reachable within 100,000 runs. ``seconds``: machine seconds
+    of those runs (a seqn repetition counts both runs).
+    """
+
+    suite: str
+    benchmark: str
+    method: str
+    iterations: int
+    runs: int | None
+    seconds: float | None
+    half_width: float  # relative half-width predicted at `runs`
+    goal: str  # e.g. "precision 1 %" or "80 % power for +2 %"
+
+
+def best_iterations(model: CostModel, *, lowest: int = 1, highest: int = 10_000) -> int:
+    """Iterations per run with the best precision per machine-second (clamped)."""
+    if lowest < 1 or highest < lowest:
+        raise AnalysisError(
+            f"iterations bounds must satisfy 1 <= lowest <= highest, got {lowest}, {highest}"
+        )
+    num = model.seconds_fixed * model.stat_factor * model.within_runs
+    den = model.seconds_per_iteration * model.between_runs
+    if den <= 0:
+        best = float(highest) if num > 0 else float(lowest)
+    else:
+        best = math.sqrt(num / den)
+    # the optimum of a convex function over integers: check both neighbours
+    cand = {min(max(c, lowest), highest) for c in (math.floor(best), math.ceil(best))}
+    return min(cand, key=lambda i: model.value_var(i) * model.run_seconds(i))
+
+
+def _iterations(model: CostModel, iterations: int | None) -> int:
+    return best_iterations(model) if iterations is None else int(iterations)
+
+
+def _half_width(rule: StopRule, runs: int, sd: float) -> float:
+    mult = float(rule.multipliers(max(runs, 2))[runs - 1])
+    return math.expm1(mult * sd / math.sqrt(runs)) if math.isfinite(mult) else math.inf
+
+
+def plan_for_precision(
+    model: CostModel, precision: float, rule: StopRule | None = None, iterations: int | None = None
+) -> Plan:
+    """Runs (and machine time) until the rule's interval has relative half-width ``precision``.
+
+    ``iterations``: per run (None: :func:`best_iterations`). The prediction assumes the
+    spread seen so far and a change near 0.
+    """
+    if not 0 < precision < 1:
+        raise AnalysisError(f"precision must be > 0 and < 1 (0.01 for 1 %), got {precision!r}")
+    rule = rule or StopRule.create(precision=precision)
+    i = _iterations(model, iterations)
+    sd = math.sqrt(model.value_var(i))
+    runs = runs_to_reach(math.asinh(precision), sd, rule, 0)
+    return Plan(
+        model.suite,
+        model.benchmark,
+        model.method,
+        i,
+        runs,
+        None if runs is None else runs * model.run_seconds(i),
+        _half_width(rule, runs, sd) if runs is not None else math.inf,
+        f"precision {precision * 100:g} %",
+    )
+
+
+def plan_for_power(
+    model: CostModel,
+    change: float,
+    *,
+    power: float = 0.8,
+    rule: StopRule | None = None,
+    iterations: int | None = None,
+) -> Plan:
+    """Runs until the rule detects a true ``change`` (relative) with probability ``power``.
+
+    Detection: the interval lies beyond the rule's threshold on the change's side.
+    Solved at a single final look, ``(m(n) + z_power) sd / sqrt(n) <= |log(1 + change)| -
+    log(1 + threshold)``; earlier looks only add power, so the prediction is on the safe side.
+    """
+    if not 0.5 <= power < 1:
+        raise AnalysisError(f"power must be in [0.5, 1), got {power!r}")
+    if not change > -1 or change == 0:
+        raise AnalysisError(f"the change to detect must be non-zero and > -100 %, got {change!r}")
+    rule = rule or StopRule.create(until="decided")
+    i = _iterations(model, iterations)
+    sd = math.sqrt(model.value_var(i))
+    margin = abs(math.log1p(change)) - math.log1p(rule.threshold)
+    z = float(special.ndtri(power))
+    runs = None
+    if margin > 0:
+        n = np.arange(1, 100_001)
+        mult = rule.multipliers(len(n))
+        ok = ((mult + z) * sd / np.sqrt(n) <= margin) & (n >= rule.min_runs)
+        hit = np.flatnonzero(ok)
+        runs = int(n[hit[0]]) if len(hit) else None
+    return Plan(
+        model.suite,
+        model.benchmark,
+        model.method,
+        i,
+        runs,
+        None if runs is None else runs * model.run_seconds(i),
+        _half_width(rule, runs, sd) if runs is not None else math.inf,
+        f"{power * 100:g} % power for {change * 100:+g} %",
+    )

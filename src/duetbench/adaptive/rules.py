@@ -1,0 +1,404 @@
+"""Stopping rules and decisions for one benchmark (docs/adaptive.md).
+
+After every completed run of a benchmark (and method), the scheduler calls
+:func:`decide` with the run-level values so far (log ratios, in run order) and the
+machine seconds spent on them; the :class:`Decision` says whether to stop, why, the
+verdict and the anytime-valid interval. :func:`first_stops` applies the same rule to
+many simulated sequences at once (the study and the tests).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
+
+import numpy as np
+
+from duetbench.errors import AnalysisError
+
+from .sequential import Design, Intervals, look_multipliers, running_intervals
+
+__all__ = [
+    "Decision",
+    "Goal",
+    "Outcome",
+    "StopReason",
+    "StopRule",
+    "Stops",
+    "decide",
+    "first_stops",
+    "outcomes",
+    "runs_to_reach",
+]
+
+#: How far predictions of the runs needed look ahead.
+_HORIZON = 100_000
+
+
+class Goal(StrEnum):
+    PRECISE = "precise"  # the interval's relative half-width is at most `precision`
+    DECIDED = "decided"  # slower, faster or equivalent against `threshold`
+
+
+class StopReason(StrEnum):
+    CONTINUE = "continue"  # not stopped: run again
+    PRECISE = "precise"
+    DECIDED = "decided"
+    MAX_RUNS = "max_runs"
+    BUDGET = "budget"
+
+
+class Outcome(StrEnum):
+    SLOWER = "slower"  # the interval lies above 0 and above +threshold
+    FASTER = "faster"  # below 0 and below -threshold
+    EQUIVALENT = "equivalent"  # inside (-threshold, +threshold)
+    INCONCLUSIVE = "inconclusive"  # none of these (yet)
+
+
+def _fraction(value: object, what: str, *, zero_ok: bool) -> float:
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"{what} must be a number, got {value!r}") from exc
+    if not (v >= 0.0 if zero_ok else v > 0.0) or not v < 1.0:
+        bound = ">= 0" if zero_ok else "> 0"
+        raise AnalysisError(f"{what} must be {bound} and < 1 (e.g. 0.01 for 1 %), got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When to stop measuring one benchmark (and method); build with :meth:`create`.
+
+    ``until``: ``precise`` (relative half-width of the interval <= ``precision``) or
+    ``decided`` (slower, faster or equivalent against ``threshold``). ``design``:
+    ``sequence`` (confidence sequence, the default) or ``group`` (group-sequential
+    over ``max_runs``). The goal is checked from ``min_runs`` on; ``max_runs`` and
+    ``budget_s`` (machine seconds for this benchmark, None: no limit) end it anyway.
+    ``tuned_for``: the run count at which the confidence sequence is narrowest.
+    ``groups``: analyses of the group-sequential design, equally spaced over
+    ``max_runs`` (None: one after every run, whose t conversion lets false alarms
+    creep above nominal; docs/adaptive.md).
+    """
+
+    until: Goal = Goal.PRECISE
+    precision: float | None = 0.01
+    threshold: float = 0.0
+    confidence: float = 0.95
+    design: Design = Design.SEQUENCE
+    min_runs: int = 3
+    max_runs: int = 50
+    budget_s: float | None = None
+    tuned_for: int = 10
+    groups: int | None = 5
+
+    @classmethod
+    def create(cls, **kw: object) -> StopRule:
+        r = cls(**kw)  # type: ignore[arg-type]
+        try:
+            until = Goal(str(r.until))
+        except ValueError as exc:
+            raise AnalysisError(f"until must be 'precise' or 'decided', got {r.until!r}") from exc
+        try:
+            design = Design(str(r.design))
+        except ValueError:
+            design = None
+        if design not in (Design.SEQUENCE, Design.GROUP):
+            raise AnalysisError(f"design must be 'sequence' or 'group', got {r.design!r}")
+        precision = r.precision
+        if until is Goal.PRECISE:
+            if precision is None:
+                raise AnalysisError("until 'precise' needs a precision (e.g. 0.01 for +-1 %)")
+            precision = _fraction(precision, "precision", zero_ok=False)
+        elif precision is not None:
+            precision = _fraction(precision, "precision", zero_ok=False)
+        threshold = _fraction(r.threshold, "threshold", zero_ok=True)
+        conf = float(r.confidence)  # type: ignore[arg-type]
+        if not 0.5 <= conf < 1.0:
+            raise AnalysisError(f"confidence must be in [0.5, 1), got {r.confidence!r}")
+        min_runs, max_runs = int(r.min_runs), int(r.max_runs)
+        if min_runs < 2:
+            raise AnalysisError(
+                f"min_runs must be at least 2 (a spread needs 2 runs), got {min_runs}"
+            )
+        if max_runs < min_runs:
+            raise AnalysisError(f"max_runs ({max_runs}) must be at least min_runs ({min_runs})")
+        budget = r.budget_s
+        if budget is not None and not float(budget) > 0:
+            raise AnalysisError(f"the budget must be > 0 seconds, got {budget!r}")
+        if r.groups is not None and int(r.groups) < 1:
+            raise AnalysisError(
+                f"groups must be at least 1 (or None: a look every run), got {r.groups!r}"
+            )
+        if int(r.tuned_for) < 3:
+            raise AnalysisError(f"tuned_for must be at least 3 runs, got {r.tuned_for!r}")
+        return replace(
+            r,
+            until=until,
+            precision=precision,
+            threshold=threshold,
+            confidence=conf,
+            design=design,
+            min_runs=min_runs,
+            max_runs=max_runs,
+            budget_s=None if budget is None else float(budget),
+            tuned_for=int(r.tuned_for),
+            groups=None if r.groups is None else int(r.groups),
+        )
+
+    def multipliers(self, runs: int, looks: Sequence[int] | None = None) -> np.ndarray:
+        """Interval multipliers for n = 1..runs under this rule's design (inf: no look)."""
+        return look_multipliers(
+            self.design,
+            runs,
+            confidence=self.confidence,
+            min_runs=self.min_runs,
+            max_runs=self.max_runs,
+            tuned_for=self.tuned_for,
+            groups=self.groups,
+            looks=looks,
+        )
+
+
+def outcomes(low: object, high: object, threshold: float) -> np.ndarray:
+    """Outcome of every interval of relative change (arrays of the same shape)."""
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    out = np.full(lo.shape, Outcome.INCONCLUSIVE.value, dtype=object)
+    out[(lo > 0) & (lo > threshold)] = Outcome.SLOWER.value
+    out[(hi < 0) & (hi < -threshold)] = Outcome.FASTER.value
+    if threshold > 0:
+        out[(lo > -threshold) & (hi < threshold)] = Outcome.EQUIVALENT.value
+    return out
+
+
+def _goal_reached(low: np.ndarray, high: np.ndarray, rule: StopRule) -> np.ndarray:
+    if rule.until is Goal.PRECISE:
+        return (high - low) / 2.0 <= rule.precision  # type: ignore[operator]
+    return outcomes(low, high, rule.threshold) != Outcome.INCONCLUSIVE.value
+
+
+def _needed_half_width(mean: float, rule: StopRule) -> float:
+    """Log-scale half-width that would reach the goal at this estimate (0: never)."""
+    if rule.until is Goal.PRECISE:
+        return math.asinh(rule.precision * math.exp(-mean))  # type: ignore[operator]
+    up, down = math.log1p(rule.threshold), math.log1p(-rule.threshold)
+    if mean > up:
+        return mean - up
+    if mean < down:
+        return down - mean
+    if rule.threshold > 0:
+        return min(up - mean, mean - down)
+    return 0.0
+
+
+def runs_to_reach(half_width: float, sd: float, rule: StopRule, runs_done: int) -> int | None:
+    """Smallest total number of runs whose interval half-width is predicted <= ``half_width``.
+
+    Assumes the spread stays ``sd``; uses the rule's multipliers up to ``max_runs`` and
+    the confidence sequence's beyond (a group-sequential design has no looks past its
+    maximum). None when not within reach (zero half-width, no spread, > 100,000 runs).
+    """
+    if not (half_width > 0 and math.isfinite(sd) and sd >= 0):
+        return None
+    if sd == 0:
+        return max(runs_done, rule.min_runs)
+    n = np.arange(1, _HORIZON + 1)
+    mult = rule.multipliers(_HORIZON) if rule.design is Design.SEQUENCE else None
+    if mult is None:
+        mult = replace(rule, design=Design.SEQUENCE).multipliers(_HORIZON)
+        head = rule.multipliers(rule.max_runs)
+        mult[: rule.max_runs] = np.where(np.isfinite(head), head, mult[: rule.max_runs])
+    ok = (mult * sd / np.sqrt(n) <= half_width) & (n >= max(runs_done, rule.min_runs))
+    hit = np.flatnonzero(ok)
+    return int(n[hit[0]]) if len(hit) else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do after a run, and what the runs so far say.
+
+    ``estimate``, ``low``, ``high``: relative change of B against A (positive: B
+    slower) with its anytime-valid interval (NaN/inf before there is one).
+    ``runs_to_goal`` / ``seconds_to_goal``: predicted further runs and machine seconds
+    to reach the goal at the current estimate and spread (None: out of reach or
+    reached).
+    """
+
+    stop: bool
+    reason: StopReason
+    verdict: Outcome
+    estimate: float
+    low: float
+    high: float
+    runs: int
+    seconds: float
+    confidence: float
+    design: Design
+    runs_to_goal: int | None
+    seconds_to_goal: float | None
+    explanation: str
+
+    def to_json(self) -> dict[str, object]:
+        d = asdict(self)
+        for key in ("estimate", "low", "high"):
+            v = d[key]
+            d[key] = v if math.isfinite(v) else None
+        d["reason"] = self.reason.value
+        d["verdict"] = self.verdict.value
+        d["design"] = self.design.value
+        return d
+
+
+def _expm1(x: float) -> float:
+    """Relative change of a log ratio; inf for a bound too large to exponentiate."""
+    return math.expm1(x) if x < 700.0 else math.inf
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.2f} %" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+
+
+def _interval_text(est: float, lo: float, hi: float) -> str:
+    if not math.isfinite(lo) or not math.isfinite(hi):
+        return f"{_pct(est)} (no interval yet)" if math.isfinite(est) else "no interval yet"
+    return f"{_pct(est)} [{_pct(lo)}, {_pct(hi)}]"
+
+
+def decide(
+    values: object,
+    rule: StopRule,
+    *,
+    seconds: float = 0.0,
+    looks: Sequence[int] | None = None,
+) -> Decision:
+    """Decision after the runs so far of one benchmark and method.
+
+    ``values``: run-level values (log ratios) in the order the runs finished;
+    ``seconds``: machine seconds spent on them (a seqn repetition counts both runs);
+    ``looks``: the run counts at which earlier decisions were taken (default: after
+    every run; give the batch ends when runs arrive in batches). Pure: the same values
+    give the same decision (a resumed experiment reaches the one it would have).
+    """
+    v = np.asarray(values, dtype=np.float64).reshape(1, -1)
+    n = v.shape[1]
+    if looks is not None:
+        looks = sorted({int(x) for x in looks} | {n})
+    if n:
+        iv = running_intervals(v, rule.multipliers(n, looks))
+        mean, sd = float(iv.mean[0, -1]), float(iv.sd[0, -1])
+        lo_log, hi_log = float(iv.low[0, -1]), float(iv.high[0, -1])
+    else:
+        mean = sd = math.nan
+        lo_log, hi_log = -math.inf, math.inf
+    est, lo, hi = (_expm1(x) for x in (mean, lo_log, hi_log))
+    verdict = Outcome(str(outcomes(lo, hi, rule.threshold)))
+    per_run = seconds / n if n else math.nan
+    reached = n >= rule.min_runs and bool(_goal_reached(np.array(lo), np.array(hi), rule))
+    if reached:
+        reason = StopReason.PRECISE if rule.until is Goal.PRECISE else StopReason.DECIDED
+    elif n >= rule.max_runs:
+        reason = StopReason.MAX_RUNS
+    elif rule.budget_s is not None and n and seconds + per_run > rule.budget_s:
+        reason = StopReason.BUDGET
+    else:
+        reason = StopReason.CONTINUE
+    more = None
+    if not reached and n >= 2:
+        total = runs_to_reach(_needed_half_width(mean, rule), sd, rule, n)
+        more = None if total is None else total - n
+    more_s = None if more is None or not math.isfinite(per_run) else more * per_run
+    text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s)
+    return Decision(
+        stop=reason is not StopReason.CONTINUE,
+        reason=reason,
+        verdict=verdict,
+        estimate=est,
+        low=lo,
+        high=hi,
+        runs=n,
+        seconds=float(seconds),
+        confidence=rule.confidence,
+        design=rule.design,
+        runs_to_goal=more,
+        seconds_to_goal=more_s,
+        explanation=text,
+    )
+
+
+def _explain(
+    rule: StopRule,
+    reason: StopReason,
+    verdict: Outcome,
+    est: float,
+    lo: float,
+    hi: float,
+    n: int,
+    more: int | None,
+    more_s: float | None,
+) -> str:
+    iv = _interval_text(est, lo, hi)
+    goal = (
+        f"+-{rule.precision * 100:g} %"  # type: ignore[operator]
+        if rule.until is Goal.PRECISE
+        else f"a verdict at threshold {rule.threshold * 100:g} %"
+    )
+    if reason is StopReason.PRECISE:
+        return f"{verdict.value}: {iv} after {n} runs; precise to {goal}"
+    if reason is StopReason.DECIDED:
+        return f"{verdict.value}: {iv} after {n} runs"
+    if more is None:
+        need = "out of reach at this estimate" if n >= 2 else "needs at least 2 runs"
+    else:
+        time = f" (~{more_s:.0f} machine-s)" if more_s is not None else ""
+        need = f"about {more} more runs{time} would reach it at this estimate and spread"
+    if reason is StopReason.CONTINUE:
+        return f"continue: {iv} after {n} runs; goal {goal}; {need}"
+    limit = "max_runs" if reason is StopReason.MAX_RUNS else "budget"
+    return f"{verdict.value} ({limit} reached before {goal}): {iv} after {n} runs; {need}"
+
+
+@dataclass(frozen=True, eq=False)
+class Stops:
+    """Where each of many sequences stops under a rule (arrays, one entry per sequence).
+
+    ``low``/``high``/``estimate``: relative change at the stop; ``intervals``: all looks.
+    """
+
+    runs: np.ndarray
+    reason: np.ndarray
+    verdict: np.ndarray
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    intervals: Intervals
+
+
+def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool = True) -> Stops:
+    """Stop of every row of ``values`` (sequences x runs) under ``rule`` (no budget).
+
+    A row stops at the first look from ``min_runs`` on that reaches the goal, else at
+    ``min(max_runs, columns)`` for the reason ``max_runs``.
+    """
+    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    n_max = min(rule.max_runs, v.shape[1])
+    iv = running_intervals(v[:, :n_max], rule.multipliers(n_max), intersect=intersect)
+    lo, hi = np.expm1(iv.low), np.expm1(iv.high)
+    ok = _goal_reached(lo, hi, rule) & (np.arange(1, n_max + 1) >= rule.min_runs)
+    hit = ok.any(axis=1)
+    idx = np.where(hit, ok.argmax(axis=1), n_max - 1)
+    rows = np.arange(v.shape[0])
+    goal = StopReason.PRECISE if rule.until is Goal.PRECISE else StopReason.DECIDED
+    reason = np.where(hit, goal.value, StopReason.MAX_RUNS.value).astype(object)
+    low, high = lo[rows, idx], hi[rows, idx]
+    return Stops(
+        runs=idx + 1,
+        reason=reason,
+        verdict=outcomes(low, high, rule.threshold),
+        estimate=np.expm1(iv.mean[rows, idx]),
+        low=low,
+        high=high,
+        intervals=iv,
+    )

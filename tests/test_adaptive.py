@@ -1,0 +1,431 @@
+"""Measuring until sure: boundaries against independent references, stopping rules,
+a small seeded A/A study, the cost model, planning and the method choice."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, stats
+
+from duetbench.adaptive import Design, Goal, Outcome, StopReason, StopRule, decide, first_stops
+from duetbench.adaptive.auto import choose_method
+from duetbench.adaptive.boundaries import (
+    group_sequential_multiplier,
+    group_sequential_z,
+    mixture_precision,
+    normal_mixture_multiplier,
+    obf_spending,
+    t_mixture_multiplier,
+)
+from duetbench.adaptive.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
+from duetbench.adaptive.planning import best_iterations, plan_for_power, plan_for_precision
+from duetbench.adaptive.simulate import NOISE_MODELS, run_values
+from duetbench.adaptive.values import run_level_values
+from duetbench.analysis import compare
+from duetbench.analysis.simulate import simulate
+from duetbench.errors import AnalysisError
+
+CHANGED = ("slower", "faster")
+
+
+@pytest.fixture(autouse=True)
+def _quiet_overflow() -> None:
+    warnings.simplefilter("ignore", RuntimeWarning)  # expm1 of an infinite bound
+
+
+# --- boundaries -------------------------------------------------------------------
+
+
+def test_obf_one_sided_bounds_match_published_values() -> None:
+    # SeqBounds.jl README, bounds([0.25, 0.5, 0.75, 1.0], 0.05) (one-sided, OBF-type):
+    # Z = 3.74955, 2.53993, 2.01604, 1.72014 (their grid is coarser: 1e-4 apart)
+    z = group_sequential_z([0.25, 0.5, 0.75, 1.0], 1.0, 0.95, sides=1)
+    assert z == pytest.approx([3.74955, 2.53993, 2.01604, 1.72014], abs=1e-4)
+    # first look by hand: the spending at t = 1/4 is 2 (1 - Phi(1.959964 / 0.5))
+    first = 2 * stats.norm.sf(stats.norm.isf(0.025) / 0.5)
+    assert obf_spending(0.25, 0.05) == pytest.approx(first, rel=1e-12)
+    assert z[0] == pytest.approx(stats.norm.isf(first), rel=1e-12)
+
+
+def test_obf_two_sided_bounds_match_published_values() -> None:
+    # Lan-DeMets OBF-type, 5 equally spaced looks, two-sided alpha 0.05 (ldbounds,
+    # Reboussin et al. 2000; gsDesign): 4.8769 3.3569 2.6803 2.2898 2.0310
+    z = group_sequential_z([1, 2, 3, 4, 5], 5, 0.95)
+    assert z == pytest.approx([4.8769, 3.3569, 2.6803, 2.2898, 2.0310], abs=3e-4)
+
+
+def test_two_look_design_spends_alpha_exactly() -> None:
+    """Crossing probability of a 2-look design from scipy's bivariate normal CDF."""
+    t1 = 0.4
+    c1, c2 = group_sequential_z([0.4, 1.0], 1.0, 0.95)
+    rho = math.sqrt(t1)
+    mvn = stats.multivariate_normal(mean=[0, 0], cov=[[1, rho], [rho, 1]])
+    inside = mvn.cdf([c1, c2], lower_limit=[-c1, -c2])
+    assert 1 - inside == pytest.approx(0.05, abs=2e-6)
+    assert 2 * stats.norm.sf(c1) == pytest.approx(2 * obf_spending(t1, 0.025), rel=1e-6)
+
+
+def test_single_look_is_the_fixed_sample_interval() -> None:
+    assert group_sequential_z([20], 20)[0] == pytest.approx(stats.norm.isf(0.025), abs=1e-9)
+    assert group_sequential_multiplier([20], 20)[0] == pytest.approx(
+        stats.t.isf(0.025, 19), abs=1e-7
+    )
+    # a look past the planned maximum spends nothing
+    assert np.isinf(group_sequential_z([10, 20, 30], 20)[2])
+
+
+def test_known_variance_design_holds_alpha_by_simulation() -> None:
+    looks = list(range(3, 31))
+    z = group_sequential_z(looks, 30)
+    rng = np.random.default_rng(3)
+    s = np.cumsum(rng.standard_normal((40_000, 30)), axis=1)[:, 2:] / np.sqrt(looks)
+    rate = (np.abs(s) >= z).any(axis=1).mean()
+    assert 0.045 <= rate <= 0.055  # 0.05 +- 4.5 standard errors
+
+
+def _bayes_factor(y: np.ndarray, mu0: float, phi: float) -> float:
+    """Scale-invariant Bayes factor by numerical integration (right-Haar prior on sigma,
+    standardized effect ~ N(0, 1/phi)); independent of the closed form."""
+    x = y - mu0
+
+    def lik(sigma: float, theta: float) -> float:
+        return float(np.prod(stats.norm.pdf(x, loc=theta, scale=sigma))) / sigma
+
+    h0 = integrate.quad(lambda s: lik(s, 0.0), 0, np.inf, limit=200)[0]
+    sd_prior = lambda s: s / math.sqrt(phi)  # noqa: E731
+    h1 = integrate.dblquad(
+        lambda d, s: lik(s, d * s) * stats.norm.pdf(d, scale=1 / math.sqrt(phi)),
+        0,
+        np.inf,
+        -12 * sd_prior(1.0) * 0 - 12 / math.sqrt(phi),
+        12 / math.sqrt(phi),
+    )[0]
+    return h1 / h0
+
+
+def test_t_mixture_radius_is_where_the_bayes_factor_reaches_one_over_alpha() -> None:
+    y = np.array([0.3, -0.1, 0.8, 0.2, 0.5, 0.1])
+    n, phi = len(y), 0.7
+    m = float(t_mixture_multiplier(n, 0.95, phi))
+    edge = y.mean() - m * y.std(ddof=1) / math.sqrt(n)
+    assert _bayes_factor(y, edge, phi) == pytest.approx(20.0, rel=1e-4)
+    assert _bayes_factor(y, y.mean() - 0.5 * m * y.std(ddof=1) / math.sqrt(n), phi) < 20.0
+
+
+def test_normal_mixture_is_howards_two_sided_boundary() -> None:
+    # Howard et al. 2021: |S_n| <= sqrt((n + rho) log((n + rho) / (rho alpha^2))), sigma = 1
+    n = np.arange(1, 60)
+    rho, alpha = 2.5, 0.05
+    howard = np.sqrt((n + rho) * np.log((n + rho) / (rho * alpha**2)))
+    assert normal_mixture_multiplier(n, 0.95, rho) * np.sqrt(n) == pytest.approx(howard, rel=1e-12)
+
+
+def test_confidence_sequence_needs_two_runs_and_is_tuned() -> None:
+    assert np.isinf(t_mixture_multiplier([0, 1], 0.95, 1.0)).all()
+    phi = mixture_precision(10)
+    at10 = float(t_mixture_multiplier(10, 0.95, phi))
+    for other in (phi / 2, phi * 2):
+        assert at10 < float(t_mixture_multiplier(10, 0.95, other))
+    # always wider than the fixed-n t interval: the price of looking after every run
+    n = np.arange(3, 51)
+    assert (t_mixture_multiplier(n, 0.95, phi) > stats.t.ppf(0.975, n - 1)).all()
+
+
+def test_t_mixture_covers_uniformly_in_time_with_unknown_variance() -> None:
+    rng = np.random.default_rng(7)
+    v = 5.0 + rng.standard_normal((20_000, 40)) * 3.0
+    rule = StopRule.create(until="decided", min_runs=2, max_runs=40)
+    iv = first_stops(v, rule).intervals
+    miss = ((iv.low > 5.0) | (iv.high < 5.0))[:, 1:].any(axis=1).mean()
+    assert miss <= 0.05 + 4.5 * math.sqrt(0.05 * 0.95 / 20_000)
+
+
+# --- the rules --------------------------------------------------------------------
+
+
+def test_rule_validation_says_what_to_change() -> None:
+    with pytest.raises(AnalysisError, match="needs a precision"):
+        StopRule.create(until="precise", precision=None)
+    with pytest.raises(AnalysisError, match="precision must be > 0"):
+        StopRule.create(precision=0)
+    with pytest.raises(AnalysisError, match="'precise' or 'decided'"):
+        StopRule.create(until="sure")
+    with pytest.raises(AnalysisError, match="max_runs"):
+        StopRule.create(min_runs=10, max_runs=5)
+    with pytest.raises(AnalysisError, match="min_runs must be at least 2"):
+        StopRule.create(min_runs=1)
+    with pytest.raises(AnalysisError, match="'sequence' or 'group'"):
+        StopRule.create(design="naive")
+    with pytest.raises(AnalysisError, match="budget"):
+        StopRule.create(budget_s=0)
+    with pytest.raises(AnalysisError, match="finite"):
+        decide([0.1, float("nan")], StopRule.create())
+
+
+def _values(mean: float, sd: float, n: int, seed: int = 1) -> np.ndarray:
+    z = np.random.default_rng(seed).standard_normal(n)
+    return mean + sd * (z - z.mean()) / z.std(ddof=1)  # exactly this mean and SD
+
+
+def test_a_clear_slowdown_is_decided_slower() -> None:
+    rule = StopRule.create(until="decided", threshold=0.01)
+    d = decide(_values(math.log(1.05), 0.01, 8), rule, seconds=80.0)
+    assert d.stop and d.reason is StopReason.DECIDED and d.verdict is Outcome.SLOWER
+    assert d.low > 0.01 and d.estimate == pytest.approx(0.05, rel=1e-9)
+    assert d.runs == 8 and d.runs_to_goal is None
+    assert d.explanation.startswith("slower: +5.00 %")
+    faster = decide(-_values(math.log(1.05), 0.01, 8), rule)
+    assert faster.verdict is Outcome.FASTER and faster.high < -0.01
+
+
+def test_equivalent_needs_the_interval_inside_the_threshold() -> None:
+    rule = StopRule.create(until="decided", threshold=0.02)
+    d = decide(_values(0.001, 0.004, 12), rule)
+    assert d.verdict is Outcome.EQUIVALENT and d.stop
+    assert -0.02 < d.low and d.high < 0.02
+    # without a threshold nothing is ever equivalent
+    no_t = decide(_values(0.001, 0.004, 12), StopRule.create(until="decided"))
+    assert no_t.verdict is Outcome.INCONCLUSIVE and not no_t.stop
+
+
+def test_min_runs_max_runs_and_budget() -> None:
+    rule = StopRule.create(until="decided", min_runs=5, max_runs=12, budget_s=100.0)
+    big = _values(math.log(1.5), 0.001, 4)
+    d = decide(big, rule, seconds=10.0)
+    assert not d.stop and d.reason is StopReason.CONTINUE  # decided, but below min_runs
+    assert decide(_values(math.log(1.5), 0.001, 5), rule, seconds=10.0).reason is StopReason.DECIDED
+    noisy = _values(0.0, 0.05, 12, seed=4)
+    assert decide(noisy, rule, seconds=50.0).reason is StopReason.MAX_RUNS
+    # 9 runs took 91 s: a tenth would overrun the 100 s budget
+    d = decide(noisy[:9], rule, seconds=91.0)
+    assert d.stop and d.reason is StopReason.BUDGET and d.verdict is Outcome.INCONCLUSIVE
+    assert "budget reached" in d.explanation
+    assert d.runs_to_goal is not None
+    assert d.seconds_to_goal == pytest.approx(91.0 / 9 * d.runs_to_goal)
+    assert not decide(noisy[:9], rule, seconds=90.0).stop  # exactly fits
+
+
+def test_inconclusive_says_what_it_would_take() -> None:
+    rule = StopRule.create(until="decided", threshold=0.01, max_runs=10)
+    vals = _values(math.log(1.02), 0.02, 10)
+    d = decide(vals, rule, seconds=100.0)
+    assert d.reason is StopReason.MAX_RUNS and d.verdict is Outcome.INCONCLUSIVE
+    assert d.runs_to_goal is not None and d.runs_to_goal > 0
+    # the prediction is what the same spread would need: check it with the multipliers
+    total = 10 + d.runs_to_goal
+    mult = StopRule.create(until="decided").multipliers(total)
+    half = mult[total - 1] * 0.02 / math.sqrt(total)
+    assert half <= math.log(1.02) - math.log(1.01) < mult[total - 2] * 0.02 / math.sqrt(total - 1)
+    assert f"about {d.runs_to_goal} more runs" in d.explanation
+    assert d.to_json()["verdict"] == "inconclusive"
+
+
+def test_precise_stops_when_the_half_width_is_reached() -> None:
+    rule = StopRule.create(until="precise", precision=0.01)
+    vals = _values(0.0, 0.01, 40, seed=2)
+    stops = [decide(vals[:k], rule) for k in range(1, 41)]
+    first = next(i for i, d in enumerate(stops) if d.stop) + 1
+    d = stops[first - 1]
+    assert d.reason is StopReason.PRECISE and (d.high - d.low) / 2 <= 0.01
+    assert (stops[first - 2].high - stops[first - 2].low) / 2 > 0.01
+    # the vectorized form finds the same stop, so the study measures the product's rule
+    assert first_stops(vals[None, :], rule).runs[0] == first
+
+
+def test_decisions_are_pure_so_a_resumed_run_decides_the_same() -> None:
+    rule = StopRule.create(until="decided", threshold=0.01, design="group", max_runs=30)
+    vals = _values(0.015, 0.01, 30, seed=9)
+    a = [decide(vals[:k], rule, seconds=3.0 * k) for k in range(1, 31)]
+    b = [decide(vals[:k].copy(), rule, seconds=3.0 * k) for k in range(1, 31)]
+    assert a == b
+    # batches: looks at the batch ends only are a different (still valid) history
+    batched = decide(vals[:20], rule, looks=[5, 10, 15, 20])
+    assert batched.runs == 20 and batched.low <= batched.estimate <= batched.high
+
+
+def test_group_design_analyses_at_planned_points() -> None:
+    rule = StopRule.create(until="decided", design="group", max_runs=50)
+    m = rule.multipliers(50)
+    assert (np.flatnonzero(np.isfinite(m)) + 1).tolist() == [10, 20, 30, 40, 50]
+    # the same boundaries as the design computed directly
+    assert m[[9, 19, 29, 39, 49]] == pytest.approx(
+        group_sequential_multiplier([10, 20, 30, 40, 50], 50), rel=1e-12
+    )
+    # batches ending at 12, 24, ...: each analysis at the first batch end past its point
+    batched = rule.multipliers(50, looks=[12, 24, 36, 48, 50])
+    assert (np.flatnonzero(np.isfinite(batched)) + 1).tolist() == [12, 24, 36, 48, 50]
+    every = StopRule.create(until="decided", design="group", groups=None).multipliers(50)
+    assert np.isfinite(every[3:]).all()  # at 3 runs nothing is spent yet
+    with pytest.raises(AnalysisError, match="groups"):
+        StopRule.create(design="group", groups=0)
+
+
+def test_group_design_is_tighter_at_its_maximum_and_wider_early() -> None:
+    seq = StopRule.create(until="decided", max_runs=50).multipliers(50)
+    grp = StopRule.create(until="decided", design="group", max_runs=50).multipliers(50)
+    assert grp[49] < seq[49] and grp[9] > seq[9]
+
+
+# --- a small seeded A/A study (benchmarks/adaptive_study.py at full size) ----------
+
+
+def test_no_more_false_alarms_than_nominal_under_every_noise_model() -> None:
+    rule = StopRule.create(until="decided", min_runs=3, max_runs=50)
+    naive = StopRule(until=Goal.DECIDED, design=Design.NAIVE, min_runs=3, max_runs=50)
+    for i, model in enumerate(NOISE_MODELS):
+        v = run_values(model, 600, 50, seed=100 + i, iterations=10)
+        alarms = np.isin(first_stops(v, rule).verdict, CHANGED).mean()
+        assert alarms <= 0.055, (model, alarms)
+        peeking = np.isin(first_stops(v, naive, intersect=False).verdict, CHANGED).mean()
+        assert peeking > 0.15, (model, peeking)  # why the rule is needed
+
+
+def test_coverage_at_the_stop_and_no_wrong_equivalence() -> None:
+    precise = StopRule.create(until="precise", precision=0.01)
+    decided = StopRule.create(until="decided", threshold=0.01)
+    for i, model in enumerate(NOISE_MODELS):
+        v = run_values(model, 500, 50, seed=200 + i, iterations=10, method="duet", change=0.02)
+        st = first_stops(v, precise)
+        assert ((st.low <= 0.02) & (0.02 <= st.high)).mean() >= 0.94, model
+        far = run_values(model, 500, 50, seed=300 + i, iterations=10, method="duet", change=0.015)
+        wrong = (first_stops(far, decided).verdict == Outcome.EQUIVALENT.value).mean()
+        assert wrong <= 0.05, model
+
+
+def test_stopping_early_saves_runs_on_easy_benchmarks() -> None:
+    rng = np.random.default_rng(5)
+    easy = rng.standard_normal((500, 50)) * 0.002
+    st = first_stops(easy, StopRule.create(until="precise", precision=0.005))
+    assert (st.reason == "precise").all() and st.runs.mean() < 7 and st.runs.max() <= 10
+
+
+# --- run values, cost model, planning ----------------------------------------------
+
+
+def test_run_level_values_are_what_compare_averages() -> None:
+    df = simulate(benchmarks=2, runs=6, iterations=12, slowdown=0.03, seed=4)
+    values = run_level_values(df)
+    res = compare(df).set_index(["suite", "benchmark", "method"])
+    assert len(values) == len(res)
+    for key, v in values.items():
+        assert len(v) == 6
+        assert math.expm1(v.mean()) == pytest.approx(res.loc[key, "change"], rel=1e-12)
+
+
+def test_cost_model_recovers_the_simulated_components() -> None:
+    df = simulate(
+        benchmarks=1, methods=("seqn", "sduet"), runs=200, iterations=20, run_sd=0.02,
+        iter_sd=0.01, mean_ns=5e6, gap_ns=0, startup_ns=100e6, seed=8,
+    )  # fmt: skip
+    models = estimate_costs(df, run_stat="mean")
+    seqn, sduet = models[("suite0", "bench000", "seqn")], models[("suite0", "bench000", "sduet")]
+    # seqn: independent run effects per side -> 2 run_sd^2; iteration noise 2 iter_sd^2
+    assert seqn.between_runs == pytest.approx(2 * 0.02**2, rel=0.25)  # SE ~10 %
+    assert seqn.within_runs == pytest.approx(2 * 0.01**2, rel=0.1)
+    assert sduet.between_runs < 0.2 * seqn.between_runs  # the duet shares the run effect
+    # time: a seqn repetition is two processes of 20 x 5 ms + 2 x 100 ms start-up
+    assert seqn.seconds_per_run == pytest.approx(2 * (0.1 + 0.2), rel=0.05)
+    assert seqn.seconds_per_iteration == pytest.approx(2 * 0.005, rel=0.05)
+    assert seqn.seconds_fixed == pytest.approx(0.4, rel=0.1)
+    assert sduet.seconds_per_run == pytest.approx(0.1 + 0.2, rel=0.05)
+
+
+def test_run_records_give_the_machine_time() -> None:
+    df = simulate(benchmarks=1, methods=("seqn",), runs=3, iterations=5, seed=1)
+    records = pd.DataFrame(
+        {
+            "benchmark": ["bench000"] * 6,
+            "method": ["seqn"] * 6,
+            "run": [0, 0, 1, 1, 2, 2],
+            "start_ns": [0] * 6,
+            "end_ns": [int(1e9), int(2e9)] * 3,  # A 1 s, B 2 s
+        }
+    )
+    secs = repetition_seconds(df, records)
+    assert secs["seconds"].tolist() == pytest.approx([3.0, 3.0, 3.0])
+
+
+def test_warmup_is_detected() -> None:
+    df = simulate(benchmarks=2, runs=8, iterations=30, seed=2)
+    slow = (df["iteration"] < 4) & (df["benchmark"] == "bench001")
+    df.loc[slow, "duration_ns"] = (df.loc[slow, "duration_ns"] * 1.15).astype("int64")
+    found = detect_warmup(df)
+    assert found[("suite0", "bench001", "seqn")] == 4
+    assert found[("suite0", "bench000", "aduet")] == 0
+
+
+def _model(**kw: float) -> CostModel:
+    base = dict(
+        suite="s", benchmark="b", method="sduet", runs=10, iterations=20.0, run_var=0.0,
+        between_runs=1e-4, within_runs=4e-4, stat_factor=1.0, warmup=0,
+        seconds_per_run=0.0, seconds_per_iteration=0.01, seconds_fixed=1.0,
+    )  # fmt: skip
+    base.update(kw)
+    m = CostModel(**base)  # type: ignore[arg-type]
+    return m
+
+
+def test_best_iterations_minimizes_variance_times_cost() -> None:
+    m = _model()
+    best = best_iterations(m)
+    # Kalibera & Jones: I* = sqrt(c_r s_i^2 / (c_i s_r^2)) = sqrt(1 * 4e-4 / (0.01 * 1e-4)) = 20
+    assert best == 20
+    cost = [m.value_var(i) * m.run_seconds(i) for i in range(1, 200)]
+    assert int(np.argmin(cost)) + 1 == best
+    assert best_iterations(_model(between_runs=0.0), highest=500) == 500
+    assert best_iterations(_model(seconds_fixed=0.0)) == 1
+
+
+def test_precision_plan_matches_the_rule() -> None:
+    m = _model()
+    plan = plan_for_precision(m, 0.005)
+    sd = math.sqrt(m.value_var(plan.iterations))
+    mult = StopRule.create(precision=0.005).multipliers(plan.runs)
+    assert mult[-1] * sd / math.sqrt(plan.runs) <= math.asinh(0.005)
+    assert mult[-2] * sd / math.sqrt(plan.runs - 1) > math.asinh(0.005)
+    assert plan.seconds == pytest.approx(plan.runs * (1.0 + 0.01 * plan.iterations))
+    assert plan.half_width <= 0.005
+
+
+def test_power_plan_detects_the_change_by_simulation() -> None:
+    m = _model()
+    rule = StopRule.create(until="decided", max_runs=400)
+    plan = plan_for_power(m, 0.01, rule=rule)
+    assert plan.runs is not None
+    sd = math.sqrt(m.value_var(plan.iterations))
+    rng = np.random.default_rng(12)
+    v = math.log1p(0.01) + sd * rng.standard_normal((2000, plan.runs))
+    st = first_stops(v, StopRule.create(until="decided", max_runs=plan.runs))
+    assert (st.verdict == "slower").mean() >= 0.8
+    with pytest.raises(AnalysisError, match="non-zero"):
+        plan_for_power(m, 0.0)
+
+
+# --- method auto --------------------------------------------------------------------
+
+
+def test_auto_picks_the_best_precision_per_machine_second() -> None:
+    vals = {"seqn": _values(0.0, 0.02, 5), "sduet": _values(0.0, 0.005, 5)}
+    c = choose_method(vals, {"seqn": 100.0, "sduet": 50.0})
+    assert c.method == "sduet" and c.analyse_from == 5
+    assert c.scores["sduet"] == pytest.approx(0.005**2 * 10.0)
+    # a duet twice as noisy per run but at half the cost still loses to seqn
+    vals = {"seqn": _values(0.0, 0.01, 5), "sduet": _values(0.0, 0.03, 5)}
+    assert choose_method(vals, {"seqn": 100.0, "sduet": 50.0}).method == "seqn"
+    assert "after one machine-hour" in choose_method(vals, {"seqn": 1.0, "sduet": 1.0}).explanation
+
+
+def test_auto_recheck_keeps_the_method_unless_clearly_better() -> None:
+    vals = {"seqn": _values(0.0, 0.010, 9), "aduet": _values(0.0, 0.009, 5)}
+    secs = {"seqn": 90.0, "aduet": 50.0}
+    c = choose_method(vals, secs, current="seqn")
+    assert c.method == "seqn" and c.analyse_from == 5  # aduet better, but not 2x
+    vals["aduet"] = _values(0.0, 0.003, 5)
+    switched = choose_method(vals, secs, current="seqn")
+    assert switched.method == "aduet" and switched.analyse_from == 5
+    with pytest.raises(AnalysisError, match="pilot run"):
+        choose_method({"seqn": [0.1, 0.2]}, {"seqn": 1.0})
