@@ -56,7 +56,7 @@ class DetectionSettings:
     ``window``: versions on each side used for local noise and medians;
     ``min_segment``: versions a level must hold to count (absolute series)."""
 
-    alpha: float = 0.001
+    alpha: float = 0.002
     alpha_absolute: float = 0.0002
     min_change: float = 0.01
     window: int = 10
@@ -242,14 +242,18 @@ class _Hit:
 
 
 def _local_se(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
-    """Step i's standard error widened by the between-experiment spread of its neighbours."""
+    """Step i's standard error, at least its neighbours' typical one, widened by the
+    between-experiment spread the neighbours show."""
     lo, hi = max(0, i - window), min(len(d), i + window + 1)
     idx = np.r_[lo:i, i + 1 : hi]
     if len(idx) < 4:
         return float(se[i])
+    typical = float(np.median(se[idx] ** 2))
     spread = MAD_SCALE * np.median(np.abs(d[idx] - np.median(d[idx])))
-    tau2 = max(0.0, spread**2 - float(np.median(se[idx] ** 2)))
-    return float(np.sqrt(se[i] ** 2 + tau2))
+    tau2 = max(0.0, spread**2 - typical)
+    # a standard error from a few runs is itself noisy: one far below its neighbours'
+    # (comparisons of the same benchmark on the same machine) is not trusted
+    return float(np.sqrt(max(se[i] ** 2, typical) + tau2))
 
 
 def detect_paired(
