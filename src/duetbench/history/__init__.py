@@ -12,12 +12,37 @@ docs/history.md describes the schema, the series and the change detection.
 from __future__ import annotations
 
 from ._db import HistoryError
+from .changes import detect_changes, detect_series
+from .export import ExportSummary, export
+from .findings import (
+    Change,
+    ChangeReport,
+    DetectionSettings,
+    Dismissed,
+    EnvironmentChange,
+    Spike,
+)
 from .fingerprint import HostFingerprint, fingerprint
-from .repository import ExperimentInfo, HostInfo, Mark, Repository, StoredVersion, Summary
+from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
+from .repository import Repository
+from .series import Series, SeriesKey, series
 from .versions import Version, parse_versions, version_from_git
 
 __all__ = [
+    "Change",
+    "ChangeReport",
+    "DetectionSettings",
+    "Dismissed",
+    "EnvironmentChange",
     "ExperimentInfo",
+    "ExportSummary",
+    "Series",
+    "SeriesKey",
+    "Spike",
+    "detect_changes",
+    "detect_series",
+    "export",
+    "series",
     "HistoryError",
     "HostFingerprint",
     "HostInfo",
