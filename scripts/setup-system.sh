@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # System packages the tests use (Debian/Ubuntu; run as root or via sudo):
 # podman + runc (container executor tests), busybox-static (test image rootfs),
-# stress-ng (noisy neighbour), hyperfine (peer tool in the study), chromium (HTML report tests), gcc.
+# stress-ng (noisy neighbour), hyperfine (peer tool in the study), chromium (HTML report tests), gcc,
+# postgresql (the results repository's server tests start their own throw-away server).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-pkgs="podman runc busybox-static stress-ng hyperfine chromium gcc libc6-dev"
+pkgs="podman runc busybox-static stress-ng hyperfine chromium gcc libc6-dev postgresql"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -1,0 +1,226 @@
+"""An experiment made ready for the repository: its table, records and analysis.
+
+Reads a results directory through :class:`~duetbench.store.ResultsStore` and
+:func:`~duetbench.process.process` (or takes an iterations table from another
+tool), then runs the same analysis as ``duet compare`` grouped by
+(suite, benchmark, method, host fingerprint): the verdict rows with intervals,
+and the run-level values behind them (docs/statistics.md, "Pipeline and
+defaults").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis._table import Iterations
+from ..analysis.compare import (
+    CompareOptions,
+    compare_iterations,
+    filtered,
+    run_values,
+    unit_extras,
+)
+from ..analysis.pairing import pair_rows
+from ..errors import DuetError
+from ..process import process, validate_table
+from ..store import ResultsStore
+from ._db import HistoryError
+from .fingerprint import HostFingerprint, fingerprint
+
+FP_COLUMN = "host_fingerprint"
+SERIES_BY = ("suite", "benchmark", "method", FP_COLUMN)
+
+
+@dataclass(frozen=True, eq=False)
+class ExperimentData:
+    """What the repository keeps of one experiment, before analysis."""
+
+    uid: str  # identity: equal for the same experiment added twice
+    name: str
+    source: str
+    table: pd.DataFrame  # the iterations table, as `duet process` writes it
+    hosts: Mapping[str, HostFingerprint]  # host name -> fingerprint
+    host_records: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    started_ns: int | None = None
+    seed: int | None = None
+    tool_version: str | None = None
+    config: Mapping[str, Any] | None = None
+    runs: tuple[Mapping[str, Any], ...] = ()
+    aa_benchmarks: frozenset[str] = frozenset()  # benchmarks without a B side: B = A's version
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """``results``: one row per series key (compare's columns + side levels);
+    ``run_values``: one row per run (log ratio B/A, pairs, each side's median)."""
+
+    results: pd.DataFrame
+    run_values: pd.DataFrame
+    options: CompareOptions
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def load_results_dir(root: Path) -> ExperimentData:
+    """A results directory of ``duet run`` (read through the store and the parsers)."""
+    store = ResultsStore.open(root)
+    exp = store.experiment()
+    report = process(root)
+    if report.table.empty:
+        raise HistoryError(
+            f"{root} has no usable iterations (runs used: {report.runs_used}); nothing to add. "
+            "Check its runs with `duet process`"
+        )
+    records = store.hosts()
+    hosts = {name: fingerprint(rec) for name, rec in records.items()}
+    for name in report.table["host"].astype(str).unique():
+        hosts.setdefault(name, fingerprint({"host_name": name}))
+    runs = tuple(_as_dict(run) for _rid, run in store.runs() if run is not None)
+    config = exp.get("config") or {}
+    aa = frozenset(
+        str(b.get("name")) for b in config.get("benchmarks", []) or [] if b.get("aa") is True
+    )
+    identity = {k: exp.get(k) for k in ("name", "seed", "started_ns", "plan")}
+    return ExperimentData(
+        uid="run:" + hashlib.sha256(_canonical(identity)).hexdigest(),
+        name=str(exp.get("name") or root.name),
+        source=str(root.resolve()),
+        table=report.table,
+        hosts=hosts,
+        host_records=records,
+        started_ns=exp.get("started_ns"),
+        seed=exp.get("seed"),
+        tool_version=exp.get("version"),
+        config=config,
+        runs=runs,
+        aa_benchmarks=aa,
+        problems=tuple(report.problems),
+    )
+
+
+def _as_dict(record: Any) -> dict[str, Any]:
+    """A run record as its run.json mapping (a RunRecord object or a plain dict)."""
+    to_json = getattr(record, "to_json", None)
+    return dict(to_json()) if callable(to_json) else dict(record)
+
+
+def load_table(
+    table: pd.DataFrame | str | Path,
+    *,
+    name: str | None = None,
+    host_records: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ExperimentData:
+    """An iterations table (DataFrame, .parquet or .csv) from duetbench or another tool.
+
+    ``host_records`` (host name -> ``hosts/<host>.json``-like facts) give the fingerprints;
+    without them a host's ``host_*`` columns are used, and failing those its name.
+    """
+    if isinstance(table, str | Path):
+        from ..process import load
+
+        source = str(Path(table).resolve())
+        df = load(table)
+    else:
+        source = "<table>"
+        df = validate_table(table)
+    if df.empty:
+        raise HistoryError(f"{source}: the iterations table is empty; nothing to add")
+    records = {k: dict(v) for k, v in (host_records or {}).items()}
+    hosts: dict[str, HostFingerprint] = {}
+    for host, rows in df.groupby(df["host"].astype(str), sort=True):
+        rec = records.get(host)
+        if rec is None:
+            first = rows.iloc[0]
+            rec = {
+                c[len("host_") :]: _plain(first[c]) for c in rows.columns if c.startswith("host_")
+            }
+            rec = {k: v for k, v in rec.items() if v is not None and k != "fingerprint"}
+            if not rec:
+                rec = {"host_name": host}
+        hosts[host] = fingerprint(rec)
+    digest = hashlib.sha256(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    digest.update(_canonical(sorted(map(str, df.columns))))
+    return ExperimentData(
+        uid="table:" + digest.hexdigest(),
+        name=name or (Path(source).stem if source != "<table>" else "table"),
+        source=source,
+        table=df,
+        hosts=hosts,
+        host_records=records,
+    )
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    return v
+
+
+def analyse(data: ExperimentData, options: CompareOptions | None = None) -> Analysis:
+    """``duet compare``'s analysis per series key, and the run-level values behind it.
+
+    ``options.warmup == 0`` (the default) drops the iterations the config marks as
+    warm-up, as ``duet compare`` does; another value replaces the config's warm-up.
+    """
+    opts = options or CompareOptions()
+    opts = CompareOptions.create(**{**opts.__dict__, "by": SERIES_BY})
+    df = data.table
+    if opts.warmup == 0 and "warmup" in df.columns:
+        df = df.loc[~df["warmup"].astype(bool)]
+    df = df.assign(**{FP_COLUMN: df["host"].astype(str).map(lambda h: data.hosts[h].fingerprint)})
+    try:
+        it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
+        results = compare_iterations(it, opts)
+        itf = filtered(it, opts)
+        rv = run_values(itf, pair_rows(itf, opts.min_overlap), "ratio", opts.run_stat)
+    except DuetError as exc:
+        raise HistoryError(f"{data.source}: cannot analyse the experiment: {exc}") from None
+    per_run = _run_table(itf, rv)
+    results = results.merge(_levels(per_run), on=list(SERIES_BY), how="left")
+    return Analysis(results=results, run_values=per_run, options=replace(opts))
+
+
+def _run_table(itf: Iterations, rv: Any) -> pd.DataFrame:
+    """One row per run: its keys, log(B/A) run value, pairs, and each side's median."""
+    sides = pd.DataFrame({"unit": itf.unit, "side": itf.side, "d": itf.duration})
+    med = sides.groupby(["unit", "side"])["d"].median().unstack("side")
+    med = med.reindex(columns=[0, 1])
+    units = itf.units.copy()
+    units["median_a_ns"] = med[0].reindex(units.index).to_numpy()
+    units["median_b_ns"] = med[1].reindex(units.index).to_numpy()
+    units["value"] = np.nan
+    units["pairs"] = 0
+    units.loc[rv.unit, "value"] = rv.value
+    units.loc[rv.unit, "pairs"] = rv.pairs.astype(np.int64)
+    keep = ["host", *SERIES_BY, "run", "value", "pairs", "median_a_ns", "median_b_ns"]
+    return units[keep].sort_values([*SERIES_BY, "host", "run"]).reset_index(drop=True)
+
+
+def _levels(per_run: pd.DataFrame) -> pd.DataFrame:
+    """Per series key: mean and standard error over runs of log(median duration) per side."""
+    rows = []
+    for key, g in per_run.groupby(list(SERIES_BY), sort=True):
+        row = dict(zip(SERIES_BY, key, strict=True))
+        for side in ("a", "b"):
+            x = np.log(g[f"median_{side}_ns"].dropna().to_numpy(dtype=float))
+            x = x[np.isfinite(x)]
+            row[f"level_{side}"] = float(x.mean()) if len(x) else np.nan
+            row[f"level_{side}_se"] = (
+                float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else np.nan
+            )
+        rows.append(row)
+    cols = [*SERIES_BY, "level_a", "level_a_se", "level_b", "level_b_se"]
+    return pd.DataFrame(rows, columns=cols)

@@ -1,0 +1,466 @@
+"""Change detection along the series, with stated error rates (docs/history.md).
+
+Paired series (:func:`detect_paired`): a step between adjacent versions is a change
+when its log ratio differs from 0 by more than ``z`` standard errors (two-sided
+level ``alpha``) and by at least ``min_change``. The standard error is the direct
+comparison's own, widened by the between-experiment spread the neighbouring steps
+show (a robust estimate from the ``window`` steps on each side), so a machine whose
+duets vary more from day to day than their intervals say does not raise alarms. A
+change immediately undone by the next step (same size, opposite sign) is a spike:
+one version that measured slow, not a change.
+
+Absolute series (:func:`detect_absolute`): a scan from the oldest version on. At
+each version the medians of the ``window`` levels before and after are compared,
+corrected for a linear drift (the median of the level-to-level differences), and
+scaled by a robust noise estimate from the same differences. A change needs
+``min_segment`` versions on each side (so a single spike cannot move a median) and
+must be the strongest candidate within ``min_segment - 1`` versions; the scan
+restarts its left window at each accepted change.
+
+Both decide about a version from the versions within ``window`` (+ ``min_segment``)
+of it only: once that many newer versions exist, adding more never moves or removes
+the change (``Change.final``).
+
+:func:`detect_series` combines them: a change of the paired series is reported with
+the direct comparison as evidence; a change of the absolute series is reported only
+where no direct comparison covers it (where one does and saw no change, the move is
+machine drift and listed as dismissed). User marks are honoured: an excluded version
+is left out of both series (the steps around it are joined), a marked change is
+reported whatever the detection says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from ._db import HistoryError
+from .findings import (
+    Change,
+    ChangeReport,
+    DetectionSettings,
+    Dismissed,
+    EnvironmentChange,
+    Spike,
+    _pct,
+)
+from .fingerprint import differences
+from .repository import Mark, Repository
+from .series import Level, Series, SeriesKey, Step, build_series, order_versions
+
+MAD_SCALE = 1.4826  # MAD -> standard deviation of a normal
+REPORT_CONFIDENCE = 0.95
+
+
+# ---------------------------------------------------------------------- paired series
+@dataclass(frozen=True)
+class _Hit:
+    index: int  # index of the first bad version's point (step or level)
+    version: str
+    log_change: float
+    se: float
+    z: float
+    final: bool
+    evidence: str
+    experiments: tuple[int, ...] = ()
+
+
+def _local_se(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
+    """Step i's standard error, at least its neighbours' typical one, widened by the
+    between-experiment spread the neighbours show."""
+    lo, hi = max(0, i - window), min(len(d), i + window + 1)
+    idx = np.r_[lo:i, i + 1 : hi]
+    if len(idx) < 4:
+        return float(se[i])
+    typical = float(np.median(se[idx] ** 2))
+    spread = MAD_SCALE * np.median(np.abs(d[idx] - np.median(d[idx])))
+    tau2 = max(0.0, spread**2 - typical)
+    # a standard error from a few runs is itself noisy: one far below its neighbours'
+    # (comparisons of the same benchmark on the same machine) is not trusted
+    return float(np.sqrt(max(se[i] ** 2, typical) + tau2))
+
+
+def detect_paired(
+    steps: Sequence[Step], settings: DetectionSettings | None = None
+) -> tuple[list[_Hit], list[tuple[int, float, str]]]:
+    """Changes (and spikes: index, size, evidence) of a paired series (see the module doc)."""
+    st = settings or DetectionSettings()
+    n = len(steps)
+    if n == 0:
+        return [], []
+    d = np.array([s.log_ratio for s in steps])
+    se = np.array([max(s.se, 1e-12) for s in steps])
+    s_loc = np.array([_local_se(d, se, i, st.window) for i in range(n)])
+    z = d / s_loc
+    # each step's standard error is estimated from its runs: Student's t, not the normal
+    dof = np.array([max(1, s.runs - len(s.experiments)) for s in steps], dtype=float)
+    crit = student_t.isf(st.alpha / 2, dof)
+    cand = (np.abs(z) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
+    hits: list[_Hit] = []
+    spikes: list[tuple[int, float, str]] = []
+
+    def undone(i: int, j: int) -> bool:
+        """Steps i and j = i + 1 are adjacent, j undoes i (the smaller of the two is more
+        than half the larger, opposite sign), and the level after j is not distinguishable
+        from the level before i."""
+        if j >= n or i < 0 or steps[j].before != steps[i].after or np.sign(d[j]) == np.sign(d[i]):
+            return False
+        if min(abs(d[i]), abs(d[j])) <= max(abs(d[i]), abs(d[j])) / 2:
+            return False
+        net = d[i] + d[j]
+        return bool(
+            abs(net) / np.hypot(s_loc[i], s_loc[j]) < min(crit[i], crit[j])
+            or abs(np.expm1(net)) < st.min_change
+        )
+
+    def spike(i: int) -> None:
+        s, nxt = steps[i], steps[i + 1]
+        spikes.append(
+            (
+                i,
+                float(np.expm1(d[i])),
+                f"{s.before} -> {s.after} {_pct(np.expm1(d[i]))}, then {nxt.before} -> "
+                f"{nxt.after} {_pct(np.expm1(d[i + 1]))}: back to the level before",
+            )
+        )
+
+    i = 0
+    while i < n:
+        if not cand[i]:
+            i += 1
+            continue
+        s = steps[i]
+        adjacent = i + 1 < n and steps[i + 1].before == s.after
+        if undone(i, i + 1):
+            spike(i)
+            i += 2
+            continue
+        if (not spikes or spikes[-1][0] != i - 1) and undone(i - 1, i) and not cand[i - 1]:
+            spike(i - 1)
+            i += 1
+            continue
+        after = ""
+        if adjacent:
+            after = f"; next step {_pct(steps[i + 1].change)}"
+        verdicts = ", ".join(sorted(set(s.verdicts))) or "n/a"
+        hits.append(
+            _Hit(
+                index=i,
+                version=s.after,
+                log_change=float(d[i]),
+                se=float(s_loc[i]),
+                z=float(z[i]),
+                final=adjacent and i + st.window < n,
+                evidence=(
+                    f"direct comparison {s.before} -> {s.after}: {_pct(np.expm1(d[i]))} "
+                    f"(z = {z[i]:.1f}, {s.runs} runs, experiment(s) "
+                    f"{', '.join(f'#{e}' for e in s.experiments)}, verdict {verdicts}){after}"
+                ),
+                experiments=s.experiments,
+            )
+        )
+        i += 1
+    return hits, spikes
+
+
+# ---------------------------------------------------------------------- absolute series
+def median3(y: np.ndarray) -> np.ndarray:
+    """Running median of three (the ends kept): removes single spikes, keeps steps sharp."""
+    if len(y) < 3:
+        return y.copy()
+    out = y.copy()
+    out[1:-1] = np.median(np.stack([y[:-2], y[1:-1], y[2:]]), axis=0)
+    return out
+
+
+def _scan_stat(
+    y: np.ndarray, smooth: np.ndarray, i: int, lo: int, st: DetectionSettings
+) -> tuple[float, float] | None:
+    """(difference of the smoothed means after and before i, its z), or None."""
+    n = len(y)
+    a, b = max(lo, i - st.window), min(n, i + st.window)
+    left, right = smooth[a:i], smooth[i:b]
+    if len(left) < st.min_segment or len(right) < st.min_segment:
+        return None
+    diffs = np.diff(y[a:b])
+    sigma = MAD_SCALE * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2)
+    sigma = max(sigma, 1e-9)
+    delta = float(right.mean() - left.mean())
+    return delta, delta / (sigma * np.sqrt(1 / len(left) + 1 / len(right)))
+
+
+def _locate(smooth: np.ndarray, a: int, b: int, m: int) -> int:
+    """Where in ``smooth[a:b]`` one step fits best (the two-segment least-squares split)."""
+    seg = smooth[a:b]
+    ks = np.arange(m, len(seg) - m + 1)
+    if len(ks) == 0:
+        return a + len(seg) // 2
+    csum = np.cumsum(seg)
+    total = csum[-1]
+    left_mean = csum[ks - 1] / ks
+    right_mean = (total - csum[ks - 1]) / (len(seg) - ks)
+    score = np.abs(right_mean - left_mean) * np.sqrt(ks * (len(seg) - ks))
+    return a + int(ks[int(np.argmax(score))])
+
+
+def detect_absolute(
+    levels: Sequence[Level], settings: DetectionSettings | None = None
+) -> list[_Hit]:
+    """Changes of an absolute series (see the module doc)."""
+    st = settings or DetectionSettings()
+    y = np.array([lv.log_ns for lv in levels], dtype=float)
+    smooth = median3(y)
+    n = len(y)
+    hits: list[_Hit] = []
+    last = 0
+    reach = st.window // 2
+    for i in range(st.min_segment, n - st.min_segment + 1):
+        here = _scan_stat(y, smooth, i, last, st)
+        if here is None:
+            continue
+        delta, zi = here
+        if abs(zi) < st.z_absolute or abs(np.expm1(delta)) < st.min_change:
+            continue
+        rivals = [
+            _scan_stat(y, smooth, j, last, st) for j in range(i - reach, i + reach + 1) if j != i
+        ]
+        if any(r is not None and abs(r[0]) > abs(delta) for r in rivals):
+            continue
+        if hits and i <= hits[-1].index:
+            continue
+        k = _locate(smooth, max(last, i - st.window), min(n, i + st.window), st.min_segment)
+        if k != i:
+            at_k = _scan_stat(y, smooth, k, last, st)
+            if at_k is None or abs(at_k[1]) < st.z_absolute:
+                continue
+            i, (delta, zi) = k, at_k
+        n_left = i - max(last, i - st.window)
+        n_right = min(n, i + st.window) - i
+        hits.append(
+            _Hit(
+                index=i,
+                version=levels[i].version,
+                log_change=delta,
+                se=abs(delta / zi),
+                z=zi,
+                final=i + st.window + reach + 1 <= n,
+                evidence=(
+                    f"absolute series: the {n_left} versions before {levels[i].version} and "
+                    f"the {n_right} from it on differ by {_pct(np.expm1(delta))} "
+                    f"(z = {zi:.1f}, spikes removed by a running median of three)"
+                ),
+                experiments=levels[i].experiments,
+            )
+        )
+        last = i
+    return hits
+
+
+# ---------------------------------------------------------------------- combination
+def _interval(h: _Hit) -> tuple[float, float, float]:
+    q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
+    return (
+        float(np.expm1(h.log_change)),
+        float(np.expm1(h.log_change - q * h.se)),
+        float(np.expm1(h.log_change + q * h.se)),
+    )
+
+
+def detect_series(
+    s: Series, marks: Sequence[Mark] = (), settings: DetectionSettings | None = None
+) -> tuple[list[Change], list[Spike], list[Dismissed]]:
+    """Changes, spikes and dismissed moves of one series (see the module doc)."""
+    st = settings or DetectionSettings()
+    pos = {v: i for i, v in enumerate(s.versions)}
+    prev = {v: (s.versions[i - 1] if i else None) for v, i in pos.items()}
+    p_hits, p_spikes = detect_paired(s.steps, st)
+    a_hits = detect_absolute(s.levels, st)
+    changes: dict[str, Change] = {}
+    for h in p_hits:
+        c, lo, hi = _interval(h)
+        changes[h.version] = Change(
+            s.key,
+            h.version,
+            prev.get(h.version),
+            c,
+            lo,
+            hi,
+            "paired",
+            h.final,
+            h.evidence,
+            h.experiments,
+            h.z,
+            commit=s.commits.get(h.version, (None, None))[0],
+        )
+    steps_into = {st_.after: st_ for st_ in s.steps}
+    dismissed: list[Dismissed] = []
+    for h in a_hits:
+        near = [v for v in changes if abs(pos[v] - pos[h.version]) <= 1]
+        if near:
+            continue
+        c, lo, hi = _interval(h)
+        direct = steps_into.get(h.version)
+        if direct is not None:
+            dismissed.append(
+                Dismissed(
+                    s.key,
+                    h.version,
+                    c,
+                    f"the absolute series moved {_pct(c)} at {h.version}, but the direct "
+                    f"comparison {direct.before} -> {direct.after} measured "
+                    f"{_pct(direct.change)}: machine drift, not the program",
+                )
+            )
+            continue
+        changes[h.version] = Change(
+            s.key,
+            h.version,
+            prev.get(h.version),
+            c,
+            lo,
+            hi,
+            "absolute",
+            h.final,
+            h.evidence + f"; no direct comparison of {prev.get(h.version)} and {h.version}",
+            h.experiments,
+            h.z,
+            commit=s.commits.get(h.version, (None, None))[0],
+        )
+    for m in marks:
+        if m.kind != "change" or not m.applies_to(*_key4(s.key)) or m.version not in pos:
+            continue
+        if m.version in changes:
+            old = changes[m.version]
+            changes[m.version] = _replace_marked(old, m.note)
+            continue
+        changes[m.version] = _marked_change(s, m, prev.get(m.version), steps_into, st)
+    spikes = [
+        Spike(s.key, s.steps[i].after, size, ev, s.steps[i].experiments) for i, size, ev in p_spikes
+    ]
+    ordered = sorted(changes.values(), key=lambda c: pos[c.first_bad])
+    return ordered, spikes, dismissed
+
+
+def _key4(k: SeriesKey) -> tuple[str, str, str, str]:
+    return k.suite, k.benchmark, k.method, k.host
+
+
+def _replace_marked(c: Change, note: str) -> Change:
+    from dataclasses import replace
+
+    return replace(c, marked=note, evidence=c.evidence + f"; marked by a user: {note}")
+
+
+def _marked_change(
+    s: Series, m: Mark, last_good: str | None, steps_into: dict[str, Step], st: DetectionSettings
+) -> Change:
+    step = steps_into.get(m.version)
+    q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
+    if step is not None:
+        c = step.change
+        lo, hi = np.expm1(step.log_ratio - q * step.se), np.expm1(step.log_ratio + q * step.se)
+        exps = step.experiments
+        size = f"direct comparison {step.before} -> {step.after}: {_pct(c)}"
+    else:
+        y = {lv.version: lv.log_ns for lv in s.levels}
+        i = s.versions.index(m.version)
+        before = [y[v] for v in s.versions[max(0, i - st.window) : i] if v in y]
+        after = [y[v] for v in s.versions[i : i + st.window] if v in y]
+        c = float(np.expm1(np.median(after) - np.median(before))) if before and after else np.nan
+        lo = hi = np.nan
+        exps = ()
+        size = (
+            f"absolute series: medians before/after differ by {_pct(c)}" if np.isfinite(c) else ""
+        )
+    return Change(
+        s.key,
+        m.version,
+        last_good,
+        float(c),
+        float(lo),
+        float(hi),
+        "marked",
+        True,
+        f"marked by a user: {m.note}" + (f"; {size}" if size else ""),
+        exps,
+        None,
+        m.note,
+        s.commits.get(m.version, (None, None))[0],
+    )
+
+
+def environment_changes(
+    results: pd.DataFrame, host_facts: dict[str, dict[str, Any]]
+) -> list[EnvironmentChange]:
+    """Where a (suite, benchmark, method) moved to another host fingerprint, in adding order."""
+    out = []
+    if results.empty:
+        return out
+    for (suite, bench, method), rows in results.groupby(
+        ["suite", "benchmark", "method"], sort=True
+    ):
+        seen: str | None = None
+        for _eid, g in rows.sort_values("experiment_id").groupby("experiment_id", sort=True):
+            hosts = sorted(set(g["host"]))
+            if seen is not None and seen not in hosts:
+                new = hosts[0]
+                diff = differences(host_facts.get(seen, {}), host_facts.get(new, {}))
+                out.append(
+                    EnvironmentChange(
+                        str(suite),
+                        str(bench),
+                        str(method),
+                        str(g["version_b"].iloc[0]),
+                        seen,
+                        new,
+                        tuple((k, a, b) for k, (a, b) in diff.items()),
+                    )
+                )
+            seen = hosts[-1] if seen not in hosts else seen
+    return out
+
+
+def detect_changes(
+    repo: Repository,
+    *,
+    benchmark: str | None = None,
+    suite: str | None = None,
+    host: str | None = None,
+    method: str | None = None,
+    since: str | None = None,
+    settings: DetectionSettings | None = None,
+) -> ChangeReport:
+    """``duet history changes``: changes of every series (filters as in
+    :meth:`Repository.results`; ``since``: only changes from that version on)."""
+    st = settings or DetectionSettings()
+    results = repo.results(benchmark=benchmark, suite=suite, method=method, host=host)
+    known = {v.label: v for v in repo.versions()}
+    if since is not None and since not in known:
+        raise HistoryError(
+            f"version '{since}' is not in {repo.location}; `duet history list` shows the versions"
+        )
+    marks = repo.marks(benchmark)
+    all_series = build_series(results, repo.run_values(), known, marks)
+    order = {v: i for i, v in enumerate(order_versions(known, known))}
+    changes, spikes, dismissed = [], [], []
+    for s in all_series:
+        c, sp, di = detect_series(s, marks, st)
+        changes += c
+        spikes += sp
+        dismissed += di
+    if since is not None:
+        start = order[since]
+        changes = [c for c in changes if order[c.first_bad] >= start]
+        spikes = [x for x in spikes if order[x.version] >= start]
+        dismissed = [x for x in dismissed if order[x.version] >= start]
+    facts = {h.fingerprint: dict(h.facts) for h in repo.hosts()}
+    env = environment_changes(results, facts)
+    if since is not None:
+        env = [e for e in env if order.get(e.version, -1) >= order[since]]
+    return ChangeReport(tuple(changes), tuple(spikes), tuple(dismissed), tuple(env), st)

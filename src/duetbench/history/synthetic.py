@@ -1,0 +1,87 @@
+"""Seeded synthetic histories with known change points (tests, the error-rate study).
+
+A history of ``versions`` versions has a true log level per version: the sum of
+the ``steps`` (version index, relative size) up to it, plus ``spikes`` (one version
+off by a relative size, the next back). It is observed twice, like a repository:
+
+- paired: for every adjacent pair, a direct comparison with log ratio = true
+  difference + noise of sd ``paired_sd`` (the interval's own) and ``paired_extra_sd``
+  (between-experiment spread the interval does not show); the reported standard
+  error is ``paired_sd`` times a chi-square factor with ``runs - 1`` degrees of freedom.
+- absolute: every version measured once more, level = truth + ``drift`` per version
+  (the machine getting slower or faster) + noise of sd ``absolute_sd``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .series import Level, Series, SeriesKey, Step
+
+
+@dataclass(frozen=True)
+class History:
+    versions: int = 60
+    steps: tuple[tuple[int, float], ...] = ()
+    spikes: tuple[tuple[int, float], ...] = ()
+    paired_sd: float = 0.004
+    paired_extra_sd: float = 0.0
+    absolute_sd: float = 0.015
+    drift: float = 0.0
+    runs: int = 10
+
+    def truth(self) -> np.ndarray:
+        level = np.zeros(self.versions)
+        for at, size in self.steps:
+            level[at:] += np.log1p(size)
+        for at, size in self.spikes:
+            level[at] += np.log1p(size)
+        return level
+
+
+def label(i: int) -> str:
+    return f"v{i:04d}"
+
+
+def synthetic_series(h: History, seed: int, *, base_ns: float = 50e6) -> Series:
+    """One observed :class:`Series` of the history ``h`` (seeded)."""
+    rng = np.random.default_rng(seed)
+    truth = h.truth()
+    n = h.versions
+    names = [label(i) for i in range(n)]
+    true_d = np.diff(truth)
+    noise = rng.normal(0, h.paired_sd, n - 1) + rng.normal(0, h.paired_extra_sd, n - 1)
+    df = max(h.runs - 1, 1)
+    se = h.paired_sd * np.sqrt(rng.chisquare(df, n - 1) / df)
+    steps = tuple(
+        Step(names[i], names[i + 1], float(true_d[i] + noise[i]), float(se[i]), h.runs, (i + 1,))
+        for i in range(n - 1)
+    )
+    y = np.log(base_ns) + truth + h.drift * np.arange(n) + rng.normal(0, h.absolute_sd, n)
+    levels = tuple(Level(names[i], float(y[i]), h.absolute_sd, (n + i,)) for i in range(n))
+    key = SeriesKey("synthetic", "bench", "0" * 16, "aduet")
+    return Series(key, tuple(names), steps, levels, commits={v: (None, None) for v in names})
+
+
+def absolute_only(s: Series) -> Series:
+    """The same series without direct comparisons (separate experiments only)."""
+    return Series(s.key, s.versions, (), s.levels, s.excluded, s.commits)
+
+
+def paired_only(s: Series) -> Series:
+    return Series(s.key, s.versions, s.steps, (), s.excluded, s.commits)
+
+
+def random_steps(
+    rng: np.random.Generator, versions: int, count: int, size: float, gap: int = 6
+) -> tuple[tuple[int, float], ...]:
+    """``count`` steps of +-``size`` at random versions at least ``gap`` apart (not at the
+    first or last ``gap`` versions)."""
+    for _ in range(1000):
+        at = np.sort(rng.choice(np.arange(gap, versions - gap), size=count, replace=False))
+        if count < 2 or np.all(np.diff(at) >= gap):
+            signs = rng.choice([-1.0, 1.0], size=count)
+            return tuple((int(a), float(s * size)) for a, s in zip(at, signs, strict=True))
+    raise ValueError("cannot place the steps that far apart")
