@@ -179,6 +179,20 @@ def test_a_slow_first_call_does_not_decide_the_count() -> None:
     assert count == 10
 
 
+def test_confirmation_goes_on_until_the_count_settles() -> None:
+    """The machine was busy for the first five trials: the count must follow the fast ones."""
+    per_call = iter([10_000] * 5 + [2_000] + [1_000] * 10)
+
+    def run(n: int) -> int:
+        return n * next(per_call)
+
+    count, per_eval, trials = tune(
+        run, target_ns=1_000_000, timer_overhead_ns=0, max_evaluations=10**8
+    )
+    assert [t.evaluations for t in trials] == [1, 10, 100, 100, 100, 100, 500, 1000, 1000, 1000]
+    assert (count, per_eval) == (1000, 1000)
+
+
 def test_told_count_is_used_and_the_function_is_not_tuned() -> None:
     clock = FakeClock(resolution=1000, read_cost=1000)
     calls: list = []

@@ -18,9 +18,10 @@ The algorithm, in three steps:
    ``(trial time - timer overhead) / n`` (timing noise only adds, as in
    Chen & Revels' protocol); the count is the smallest ``n`` whose predicted
    sample time reaches the target: ``ceil(target / time per evaluation)``,
-   capped at ``max_evaluations``. Then ``CONFIRM_TRIALS`` more trials at that
-   count, each updating the estimate and the count, so that one slow trial
-   (typically the cold first call) does not decide alone.
+   capped at ``max_evaluations``. Then more trials at that count, each updating
+   the estimate and the count, at least ``CONFIRM_TRIALS`` (3) and until the
+   last three were all at the final count (at most ``CONFIRM_MAX``, 10): one
+   slow trial (typically the cold first call) does not decide alone.
 
 A side that is *told* the count (side B is told side A's, so both do equal
 work) still measures the clock and the loop overhead, but tunes nothing.
@@ -53,8 +54,10 @@ CLOCK_MAX_READS = 10_000_000
 GROWTH_MIN = 2
 GROWTH_MAX = 10
 RELIABLE_FRACTION = 10
-#: Trials at the predicted count after the growth, each refining the estimate.
+#: Trials at the predicted count after the growth, each refining the estimate: until
+#: the last CONFIRM_TRIALS were all at the final count, at most CONFIRM_MAX.
 CONFIRM_TRIALS = 3
+CONFIRM_MAX = 10
 #: Samples of the empty function taken to estimate the loop's cost per evaluation.
 OVERHEAD_SAMPLES = 5
 #: Warn when the loop's cost per evaluation exceeds this fraction of the function's.
@@ -250,9 +253,12 @@ def tune(
         wanted = math.ceil(target_ns / per)
         n = min(max_evaluations, max(GROWTH_MIN * n, min(GROWTH_MAX * n, wanted)))
     count, per_eval = _count(trials, target_ns, timer_overhead_ns, max_evaluations)
-    for _ in range(CONFIRM_TRIALS):  # one slow trial (a cold first call) must not decide
+    for confirmed in range(1, CONFIRM_MAX + 1):  # one slow trial must not decide
         trials.append(Trial(count, run(count)))
         count, per_eval = _count(trials, target_ns, timer_overhead_ns, max_evaluations)
+        last = trials[-CONFIRM_TRIALS:]
+        if confirmed >= CONFIRM_TRIALS and all(t.evaluations == count for t in last):
+            break
     return count, per_eval, tuple(trials)
 
 
