@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -22,12 +23,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tests.conftest import run_duet as run_cli
 
 from duetbench.errors import ResultFileError
-from duetbench.micro import MicroError, calibrate, discover, worker_command, worker_path
+from duetbench.micro import (
+    MicroError,
+    calibrate,
+    discover,
+    evaluation_mismatches,
+    worker_command,
+    worker_path,
+)
 from duetbench.parse import micro as micro_format
 from duetbench.parse.micro import parse_micro
 from duetbench.parse.registry import SideContext
+from duetbench.process import process
 from duetbench.sync import SyncCoordinator
 
 REPO = Path(__file__).resolve().parents[1]
@@ -489,3 +499,62 @@ def test_api_errors_carry_the_workers_message(known: Path) -> None:
         calibrate(SYSTEM_PYTHON, str(known / "bench_known.py"), "bench_5us")
     with pytest.raises(MicroError, match="does not exist or is not on PATH"):
         discover(str(known / "no-such-python"), "knownver")
+
+
+# ------------------------------------------------------------------ duet run
+
+
+def entry_point_shim(directory: Path) -> Path:
+    """A dist-info that registers the micro parser, as `pip install -e .` does from pyproject.
+
+    An editable install made before the parser existed has no entry point for it; this
+    directory on PYTHONPATH adds one (a duplicate of the same target is harmless).
+    """
+    info = directory / "duetbench_micro_shim-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: duetbench-micro-shim\nVersion: 0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[duetbench.parsers]\nmicro = duetbench.parse.micro:parse_micro\n"
+    )
+    return directory
+
+
+def test_duet_run_with_the_worker_as_external_harness(
+    known: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every method runs the worker as a harness that loops by itself; sduet: one go per sample."""
+    sides = {}
+    for pair, version in (("A", "v_a"), ("B", "v_b")):
+        argv = worker_command(
+            SYSTEM_PYTHON, "knownver:x2_5us", paths=[known / version], evaluations=5, samples=8
+        )
+        command = json.dumps(shlex.join(argv))  # a JSON string is a YAML scalar
+        sides[pair] = f"    {pair}:\n      command: {command}\n      sync_command: {command}\n"
+    config = tmp_path / "duet.yml"
+    config.write_text(
+        "experiment:\n  name: micro\n  repetitions: {seqn: 1, aduet: 1, sduet: 1}\n"
+        "  timeout: 2m\n  default_artifacts: false\n"
+        "benchmarks:\n  x2:\n    harness: micro\n    env: {PYTHONPATH: ''}\n"
+        + sides["A"]
+        + sides["B"]
+    )
+    shim = entry_point_shim(tmp_path / "shim")
+    pythonpath = os.pathsep.join(p for p in (str(shim), os.environ.get("PYTHONPATH", "")) if p)
+    done = run_cli(
+        "run", str(config), "-o", str(tmp_path / "results"), env={"PYTHONPATH": pythonpath}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    monkeypatch.syspath_prepend(str(shim))
+    report = process(tmp_path / "results" / "micro")
+    table = report.table
+    assert report.problems == [] and report.iterations_excluded == {"filler": 6}  # warm-ups
+    assert table.groupby(["method", "pair"]).size().to_dict() == {
+        (m, p): 8 for m in ("aduet", "seqn", "sduet") for p in "AB"
+    }
+    assert set(table["evaluations"]) == {5} and evaluation_mismatches(table) == []
+    sduet = json.loads(
+        next((tmp_path / "results" / "micro" / "runs").glob("x2.sduet.*/run.json")).read_text()
+    )
+    assert sduet["sync"]["go_count"] == 9  # the warm-up and eight samples, each after one go
