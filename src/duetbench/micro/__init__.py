@@ -1,0 +1,34 @@
+"""Microbenchmarks: Python functions and asv / pytest-benchmark suites, timed by a
+worker in each side's own interpreter (docs/micro.md).
+
+``worker.py``, ``calibration.py``, ``discovery.py`` and ``handshake.py`` are
+standard-library only and Python 3.8 compatible (they run where duetbench is
+not installed); ``api.py`` is what duetbench itself calls.
+"""
+
+from __future__ import annotations
+
+from .api import (
+    MicroBenchmark,
+    MicroError,
+    calibrate,
+    discover,
+    evaluation_mismatches,
+    resolve_target,
+    worker_command,
+    worker_path,
+)
+from .calibration import Calibration, Settings
+
+__all__ = [
+    "Calibration",
+    "MicroBenchmark",
+    "MicroError",
+    "Settings",
+    "calibrate",
+    "discover",
+    "evaluation_mismatches",
+    "resolve_target",
+    "worker_command",
+    "worker_path",
+]
