@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 from tests.conftest import ROOT, run_duet
 from tests.test_container import image  # noqa: F401  (the podman test image fixture)
+from tests.test_process import recorded_as_is
 
 from duetbench.errors import ConfigError
 
@@ -268,6 +269,7 @@ def test_markdown_escapes_results_dir_path_and_problems(tmp_path):
     # one damaged result file: the problem line names its path
     bad = next(p for p in sorted((root / "runs").glob("b.aduet.*/A/out.csv")))
     bad.write_text("iteration,start_ns,end_ns\n0,x,y\n")
+    recorded_as_is(root, bad.parent.parent.name)  # as the harness left it, not damage
     for cmd in ("compare", "report"):
         r = run_duet(cmd, str(root), "--format", "markdown", "--resamples", "100")
         assert r.returncode == 0, r.stderr

@@ -69,6 +69,7 @@ from .inline import (
     open_store,
     relocate_paths,
     resume_notes,
+    results_root,
 )
 
 #: Environment variable naming the host a worker reports (default: its host name). Lets
@@ -1049,7 +1050,7 @@ def run_experiment_cluster(
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
     (plus ``cluster.jsonl``), and every finished run is kept exactly once. The experiment
     directory is locked before the cluster is contacted (lock.py)."""
-    with ExperimentLock.acquire(Path(out_dir) / exp.name):
+    with ExperimentLock.acquire(results_root(exp, out_dir)):
         return _run_cluster_locked(
             exp,
             out_dir,

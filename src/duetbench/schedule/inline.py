@@ -244,7 +244,8 @@ def run_experiment(
 
     The experiment directory is locked first of all: a second `duet run` on it refuses at once
     (lock.py)."""
-    with ExperimentLock.acquire(Path(out_dir) / exp.name):
+    # the name is checked (and the root made absolute) before anything is created
+    with ExperimentLock.acquire(results_root(exp, out_dir)):
         return _run_locked(exp, out_dir, resume=resume, only=only, observer=observer)
 
 
