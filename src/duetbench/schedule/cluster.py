@@ -68,8 +68,8 @@ from .inline import (
     _sigterm_as_interrupt,
     open_store,
     relocate_paths,
-    resume_notes,
     results_root,
+    resume_notes,
 )
 
 #: Environment variable naming the host a worker reports (default: its host name). Lets
