@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from tests.test_analysis_tests import run_rows
 
-from duetbench.analysis import compare, pair
+from duetbench.analysis import compare, compare_tests, pair
 from duetbench.analysis.ranks import signed_rank
 from duetbench.analysis.simulate import simulate
 
@@ -39,6 +39,8 @@ def test_signed_rank_equals_scipy_wilcoxon_on_every_group() -> None:
 def test_signed_rank_of_degenerate_groups() -> None:
     res = signed_rank([0.0, 0.0, np.nan, 1.0], [0, 0, 1, 2], 4)
     assert res.pvalue.tolist() == [1.0, 1.0, 1.0, 1.0]  # all zero, NaN, one value, empty
+    assert signed_rank([0.0, 0.0], [0, 1], 2).pvalue.tolist() == [1.0, 1.0]  # no value != 0
+    assert len(signed_rank([], [], 0).pvalue) == 0
     # the smallest exact two-sided p of n values all on one side is 2 / 2**n
     assert signed_rank(np.arange(1.0, 6.0), np.zeros(5, int), 1).pvalue[0] == 2 / 32
     assert signed_rank(np.arange(1.0, 7.0), np.zeros(6, int), 1).pvalue[0] == 2 / 64
@@ -108,3 +110,13 @@ def test_the_pooled_u_test_is_available_and_labelled_not_calibrated() -> None:
     assert compare(aa, test="utest-thesis")["verdict"].equals(pooled["verdict"])  # an alias
     ranked = compare(aa, test="utest")
     assert (ranked["verdict"] != "same").mean() < 0.1
+
+
+def test_compare_tests_equals_compare_of_each_test() -> None:
+    df = simulate(benchmarks=4, hosts=2, runs=6, iterations=12, slowdown=0.01, seed=9)
+    kw = dict(interval="bca", resamples=499, threshold=0.002, seed=3)
+    both = compare_tests(df, ("utest", "diff", "utest-pooled", "ratio"), **kw)
+    for t, rows in both.groupby("test", sort=False):
+        alone = compare(df, test=t, **kw)
+        pd.testing.assert_frame_equal(rows.reset_index(drop=True), alone)
+    assert list(both["test"].unique()) == ["utest", "diff", "utest-pooled", "ratio"]

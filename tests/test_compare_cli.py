@@ -132,6 +132,32 @@ def test_test_and_interval_options_and_reproducibility(tmp_path):
     assert json.loads(again.stdout)["rows"] == out["diff", "bca"]
 
 
+def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
+    t = tmp_path / "t.csv"
+    synthetic_table(0.0, seed=4).to_csv(t, index=False)
+    schema = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
+    r = run_duet("compare", str(t), "--test", "utest-pooled", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["settings"]["test"] == "utest-pooled"
+    assert all(row["calibrated"] is False for row in doc["rows"])  # labelled
+    assert all(row["rank_p_value"] is not None for row in doc["rows"])
+    r = run_duet("compare", str(t), "--test", "utest-pooled", "--format", "markdown")
+    assert "utest-pooled test (not calibrated" in r.stdout
+    r = run_duet(
+        "compare", str(t), "--test", "utest", "--overlap-rate", "thesis", "--min-run-pairs", "0",
+        "--format", "json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["settings"]["overlap_rate"] == "thesis" and doc["settings"]["min_run_pairs"] == 0
+    assert all(row["calibrated"] and row["verdict"] == "same" for row in doc["rows"])
+    r = run_duet("compare", str(t), "--min-run-pairs", "2")
+    assert r.returncode == 2 and "min_run_pairs" in r.stderr and "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("run_stat", RUN_STATS)
 def test_every_run_statistic_is_offered_and_valid_json(tmp_path, run_stat):
     t = tmp_path / "t.csv"

@@ -235,24 +235,51 @@ def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
     return itf
 
 
-def compare_iterations(it: Iterations, opts: CompareOptions) -> pd.DataFrame:
-    """:func:`compare` on an already converted table.
+def compare_tests(df: pd.DataFrame, tests: Sequence[str] = TESTS, **kw: object) -> pd.DataFrame:
+    """:func:`compare` of every test in ``tests`` (default: all four) at once.
+
+    The rows of each test, stacked in the order of ``tests`` (column ``test``), equal
+    those of ``compare(df, test=t, **kw)``; the table is filtered and paired once,
+    and the run values and intervals are built once for the ratio-based tests
+    (``ratio``, ``utest``, ``utest-pooled``) and once for ``diff``.
+    """
+    if isinstance(tests, str) or not tests:
+        raise AnalysisError("tests must be a non-empty list, e.g. ('ratio', 'utest')")
+    opts = CompareOptions.create(**kw)
+    it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
+    return compare_iterations(it, opts, tests)
+
+
+def compare_iterations(
+    it: Iterations, opts: CompareOptions, tests: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """:func:`compare` (or :func:`compare_tests` of ``tests``) on a converted table.
 
     The U test and the side means need no pairs: with more than one analysis
     thread they are computed on a second thread while this one pairs the
     iterations and builds the intervals (numpy releases the GIL in the sorts).
     """
+    each = (
+        [opts]
+        if tests is None
+        else [CompareOptions.create(**{**vars(opts), "test": t}) for t in tests]
+    )
     itf = filtered(it, opts)
     gcode_u, gkeys = group_codes(itf.units, opts.by)
     ng = len(gkeys)
-    ch, sides = side_by_side(
-        lambda: changes(
-            itf, pair_rows(itf, opts.min_overlap, opts.overlap_rate), gcode_u, gkeys, opts
-        ),
+
+    def paired() -> dict[str, Changes]:
+        pairs = pair_rows(itf, opts.min_overlap, opts.overlap_rate)
+        kinds = {o.value_test: o for o in each}
+        return {k: changes(itf, pairs, gcode_u, gkeys, o) for k, o in kinds.items()}
+
+    chs, sides = side_by_side(
+        paired,
         lambda: _side_statistics(itf, gcode_u, ng),
         parallel=len(itf.duration) >= THREADED_ROWS,
     )
-    return _result_table(gkeys, ch, sides, opts)
+    frames = [_result_table(gkeys, chs[o.value_test], sides, o) for o in each]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -292,7 +319,7 @@ def changes(
     ivals, clustered_by, n_clusters, tested = _intervals(itf, rv, gcode_u, gkeys, opts)
     rank = signed_rank(tested[0], tested[1], ng)
     above = below = None
-    if opts.test == "utest" and opts.threshold > 0:
+    if opts.value_test == "ratio" and opts.threshold > 0:
         t = opts.threshold
         above = signed_rank(tested[0] - np.log1p(t), tested[1], ng)
         below = signed_rank(tested[0] - (np.log1p(-t) if t < 1 else -np.inf), tested[1], ng)

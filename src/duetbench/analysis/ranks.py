@@ -98,7 +98,8 @@ def signed_rank(values: npt.ArrayLike, group: npt.ArrayLike, n_groups: int) -> G
     a_s, g_s, pos_s = a[order], gz[order], vz[order] > 0
     starts = np.cumsum(m) - m
     rank = np.arange(len(a_s), dtype=np.float64) - starts[g_s] + 1.0
-    new_block = np.r_[True, (a_s[1:] != a_s[:-1]) | (g_s[1:] != g_s[:-1])]
+    new_block = np.ones(len(a_s), dtype=bool)
+    new_block[1:] = (a_s[1:] != a_s[:-1]) | (g_s[1:] != g_s[:-1])
     block = np.cumsum(new_block) - 1
     size = np.bincount(block).astype(np.float64)
     avg = np.bincount(block, weights=rank) / size

@@ -33,7 +33,7 @@ from .evaluate import (
 )
 
 METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2}
-TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2}
+TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2, "utest-pooled": 3}
 
 
 # ---------------------------------------------------------------------- options
@@ -82,6 +82,8 @@ def run_evaluation(loaded: Loaded, args: argparse.Namespace) -> Evaluation:
         resamples=args.resamples,
         threshold=parse_threshold(args.threshold),
         min_overlap=pairing,
+        overlap_rate=args.overlap_rate,
+        min_run_pairs=args.min_run_pairs,
         run_stat=args.run_stat,
         warmup=parse_warmup(args.warmup),
         winsorize=args.winsorize,

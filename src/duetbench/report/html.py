@@ -29,8 +29,13 @@ SIDE_COLORS = {"A": "#1f77b4", "B": "#ff7f0e"}
 METHOD_COLORS = {"seqn": "#6b6b6b", "aduet": "#2ca02c", "sduet": "#9467bd"}
 METHODS = ("seqn", "aduet", "sduet")
 METHOD_SYMBOLS = {"seqn": "circle", "aduet": "square", "sduet": "diamond"}
-TEST_DASH = {"ratio": "solid", "diff": "dash", "utest": "dot"}
-TEST_NAMES = {"ratio": "ratio CI test", "diff": "difference CI test", "utest": "U test"}
+TEST_DASH = {"ratio": "solid", "diff": "dash", "utest": "dot", "utest-pooled": "dashdot"}
+TEST_NAMES = {
+    "ratio": "ratio CI test",
+    "diff": "difference CI test",
+    "utest": "U test",
+    "utest-pooled": "pooled U test (not calibrated)",
+}
 VERDICT_CLASS = {
     "slower": "v-slower",
     "faster": "v-faster",
