@@ -328,7 +328,8 @@ def changes(
     npairs = np.bincount(g_run, weights=rv.pairs, minlength=ng).astype(np.int64)
     est, lo, hi = ivals.estimate, ivals.low, ivals.high
     if opts.value_test == "ratio":
-        change, c_lo, c_hi = np.expm1(est), np.expm1(lo), np.expm1(hi)
+        with np.errstate(over="ignore"):  # an unbounded interval (2 runs) maps to inf
+            change, c_lo, c_hi = np.expm1(est), np.expm1(lo), np.expm1(hi)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = np.bincount(g_run, weights=rv.a_level, minlength=ng) / runs
