@@ -206,3 +206,16 @@ def test_runs_without_pairs_are_reported():
     (note,) = lost_run_notes(rows, table, 0.4)
     assert "1 of 4 runs" in note and "m = 0.4" in note
     assert lost_run_notes(rows.assign(runs=4), table, 0.4) == []
+
+
+def test_runs_left_out_for_few_pairs_are_named_in_the_note():
+    from duetbench.report.compare_cli import lost_run_notes
+
+    table = pd.DataFrame(
+        {"suite": ["s"] * 8, "benchmark": ["b"] * 8, "method": ["sduet"] * 8, "run": range(8)}
+    )
+    rows = pd.DataFrame(
+        [{"suite": "s", "benchmark": "b", "method": "sduet", "runs": 6, "runs_few_pairs": 2}]
+    )
+    (note,) = lost_run_notes(rows, table, 0.4)
+    assert "2 of 8 runs" in note and "--min-run-pairs" in note

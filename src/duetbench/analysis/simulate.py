@@ -12,7 +12,8 @@ Frachtenberg's random effects: an iteration of side X in run r on host h takes
   iteration alike (a noisy neighbour); seqn sides draw it independently.
 * ``outlier_p``: chance that an iteration of one side is ``outlier_factor`` slower.
 * ``iter_df``: when > 0, the iteration noise is Student-t with ``iter_df`` degrees
-  of freedom and scale ``iter_sd`` (heavy tails) instead of normal.
+  of freedom and scale ``iter_sd`` (heavy tails) instead of normal, clipped to
+  +-20 (a factor of e**20) so that durations stay within int64 nanoseconds.
 * ``shift_p``, ``shift``: chance that one side's whole run (one process: its memory
   layout, its CPU) is ``shift`` slower; independent per side, so no method cancels it.
 * ``drift``: the machine slows down by this share from the first run of the
@@ -115,8 +116,8 @@ def simulate(
     )
 
     def noise() -> np.ndarray:
-        if iter_df > 0:
-            return iter_sd * rng.standard_t(iter_df, (n_units, i_n))
+        if iter_df > 0:  # kept within e**+-20 so that durations stay int64 nanoseconds
+            return np.clip(iter_sd * rng.standard_t(iter_df, (n_units, i_n)), -20.0, 20.0)
         return rng.normal(0.0, iter_sd, (n_units, i_n))
 
     log_a = (host_eff + run_a)[:, None] + shared_a + noise()
