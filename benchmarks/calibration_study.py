@@ -20,7 +20,7 @@ nominal 5 %), and with B 2 % slower the share whose interval covers +2 %
 (coverage; CI tests only) and the share judged ``slower`` (power). Bootstrap
 intervals use ``--resamples`` (default 1999).
 
-    python benchmarks/calibration_study.py                 # 1000 experiments per cell, ~20 min
+    python benchmarks/calibration_study.py                 # 1000 per cell, ~15 min on 2 busy vCPUs
     python benchmarks/calibration_study.py --quick         # 200 per cell, ~3 min
     python benchmarks/calibration_study.py --csv cells.csv # every cell, not only the summary
     python benchmarks/calibration_study.py --from-csv cells.csv   # re-print saved cells

@@ -15,8 +15,8 @@ iterations; 5 runs with ``--runs 5``), per method:
 Prints the share of A/A experiments with p < 0.05 (false alarms) and of slowed ones
 judged different (power). Per-group scipy calls: slow, hence fewer experiments.
 
-    python benchmarks/utest_candidates.py            # 300 experiments, ~5 min
-    python benchmarks/utest_candidates.py --quick    # 100, ~2 min
+    python benchmarks/utest_candidates.py            # 300 experiments, ~16 min on 2 busy vCPUs
+    python benchmarks/utest_candidates.py --quick    # 100, ~5 min
 """
 
 from __future__ import annotations

@@ -219,3 +219,13 @@ def test_runs_left_out_for_few_pairs_are_named_in_the_note():
     )
     (note,) = lost_run_notes(rows, table, 0.4)
     assert "2 of 8 runs" in note and "--min-run-pairs" in note
+
+
+def test_the_p_column_goes_with_the_verdicts_test():
+    from duetbench.report.compare_cli import HEADERS, _row_cells
+
+    row = dict(benchmark="b", method="seqn", p_value=0.0001, rank_p_value=0.25, verdict="same")
+    col = HEADERS.index("p (rank)")
+    assert _row_cells({**row, "test": "ratio"})[col] == "0.25"
+    assert _row_cells({**row, "test": "utest"})[col] == "0.25"
+    assert _row_cells({**row, "test": "utest-pooled"})[col] == "<0.001"  # title: not calibrated

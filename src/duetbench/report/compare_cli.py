@@ -248,6 +248,12 @@ def _p(x: Any) -> str:
     return f"{v:.3g}" if v >= 0.001 else "<0.001"
 
 
+def verdict_p(r: dict[str, Any], test: str) -> Any:
+    """The p-value that goes with the verdict's test: the pooled U test's for
+    ``utest-pooled``, else the signed-rank test's of the run values."""
+    return r.get("p_value") if test == "utest-pooled" else r.get("rank_p_value")
+
+
 def _row_cells(r: dict[str, Any]) -> list[str]:
     ci = (
         f"[{_pct(r.get('ci_low'))}, {_pct(r.get('ci_high'))}]"
@@ -262,7 +268,7 @@ def _row_cells(r: dict[str, Any]) -> list[str]:
         _time(r.get("mean_b_ns")),
         _pct(r.get("change")),
         ci,
-        _p(r.get("p_value") if r.get("test") == "utest-pooled" else r.get("rank_p_value")),
+        _p(verdict_p(r, str(r.get("test")))),
         str(int(r.get("runs") or 0)),
         str(int(r.get("pairs") or 0)),
         str(r["verdict"]),

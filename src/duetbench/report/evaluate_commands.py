@@ -273,7 +273,7 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
             verdict(str(r["verdict"])),
             fmt.pct(d.get("ci_width"), digits=2),
             verdict(str(d.get("verdict", "-"))),
-            fmt.pvalue(u.get("p_value")),
+            fmt.pvalue(u.get("rank_p_value")),
             verdict(str(u.get("verdict", "-"))),
         )
     console.print(t)
