@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -283,3 +285,16 @@ def test_a_groups_stream_is_the_same_through_every_path() -> None:
     other = np.empty(1000)
     GroupStreams(8, ["host=a"], "interval").fill(0, other)
     assert not np.array_equal(other, group_generator(7, "host=a", "interval").random(1000))
+
+
+def test_a_huge_studentized_interval_of_three_runs_is_quiet() -> None:
+    """With 3 runs many resamples have almost no spread: some bounds are huge (e**1000),
+    mapped to an infinite relative change without numpy's overflow warning."""
+    from duetbench.analysis import compare
+    from duetbench.analysis.simulate import simulate
+
+    df = simulate(benchmarks=100, methods=("sduet",), runs=3, iterations=10, outlier_p=0.01, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = compare(df, interval="studentized", resamples=999)
+    assert np.isinf(res["ci_high"]).any()

@@ -48,7 +48,8 @@ def drifting_run(run: int = 0, host: str = "h") -> list[dict]:
     return a + b
 
 
-# every overlapping pair of the drifting run: (a, b, overlap, rate)
+# every overlapping pair of the drifting run: (a, b, overlap, thesis rate); the
+# default rate divides by the shorter iteration, A's 10 ns
 DRIFT_PAIRS = [
     (0, 0, 10, 10 / 12),
     (1, 0, 2, 2 / 12),
@@ -64,19 +65,33 @@ def test_overlap_time_and_rate_of_single_intervals() -> None:
     assert overlap_time(0, 10, 5, 20) == 5
     assert overlap_time(0, 10, 10, 20) == 0  # touching intervals do not overlap
     assert overlap_time(0, 10, 12, 20) == 0
-    assert overlap_rate(0, 10, 5, 25) == pytest.approx(min(5 / 10, 5 / 20))
-    assert overlap_rate(0, 10, 2, 8) == pytest.approx(min(6 / 10, 6 / 6))
+    # default: overlap relative to the shorter iteration
+    assert overlap_rate(0, 10, 5, 25) == pytest.approx(5 / 10)
+    assert overlap_rate(0, 10, 2, 8) == pytest.approx(6 / 6)
+    assert overlap_rate(0, 10, 0, 30) == pytest.approx(1.0)  # A wholly inside a 3x longer B
+    # the thesis's eq. 3.1 can never exceed shorter/longer
+    thesis = dict(definition="thesis")
+    assert overlap_rate(0, 10, 5, 25, **thesis) == pytest.approx(min(5 / 10, 5 / 20))
+    assert overlap_rate(0, 10, 2, 8, **thesis) == pytest.approx(min(6 / 10, 6 / 6))
+    assert overlap_rate(0, 10, 0, 30, **thesis) == pytest.approx(1 / 3)
+    with pytest.raises(AnalysisError, match="overlap rate"):
+        overlap_rate(0, 10, 0, 30, definition="longer")
 
 
 def test_all_overlaps_of_a_drifting_aduet_run() -> None:
-    ov = overlaps(pd.DataFrame(drifting_run()))
+    shorter = overlaps(pd.DataFrame(drifting_run()))
+    assert np.allclose(shorter["overlap_rate"], [p[2] / 10 for p in DRIFT_PAIRS])
+    ov = overlaps(pd.DataFrame(drifting_run()), overlap_rate="thesis")
     got = list(
         zip(ov["a_iteration"], ov["b_iteration"], ov["overlap_ns"], ov["overlap_rate"], strict=True)
     )
     assert [g[:3] for g in got] == [p[:3] for p in DRIFT_PAIRS]
     assert np.allclose([g[3] for g in got], [p[3] for p in DRIFT_PAIRS])
-    # O_0.4: B2 pairs with both A2 and A3, B3 with nobody
-    om = overlaps(pd.DataFrame(drifting_run()), min_rate=0.4)
+    # O_0.4: B2 pairs with both A2 and A3, B3 with nobody (the same set by both rates)
+    om = overlaps(pd.DataFrame(drifting_run()), min_rate=0.4, overlap_rate="thesis")
+    assert om[["a_iteration", "b_iteration"]].equals(
+        overlaps(pd.DataFrame(drifting_run()), min_rate=0.4)[["a_iteration", "b_iteration"]]
+    )
     assert list(zip(om["a_iteration"], om["b_iteration"], strict=True)) == [
         (0, 0),
         (1, 1),
@@ -87,13 +102,18 @@ def test_all_overlaps_of_a_drifting_aduet_run() -> None:
 
 def test_relative_overlap_time_of_the_drifting_run() -> None:
     df = pd.DataFrame(drifting_run())
+    thesis = dict(overlap_rate="thesis")
     # O_0.4 overlaps 10 + 8 + 6 + 6; all iterations last 40 (A) + 48 (B)
-    r = relative_overlap_time(df, 0.4)
+    r = relative_overlap_time(df, 0.4, **thesis)
     assert r["relative_overlap_time"].item() == pytest.approx(2 * 30 / 88)
     assert r["pairs"].item() == 4
-    # rate must exceed m: at m = 0.5 the two pairs of rate exactly 0.5 drop out
+    # rate must exceed m: at m = 0.5 the two pairs of thesis rate exactly 0.5 drop out
+    assert relative_overlap_time(df, 0.5, **thesis)["relative_overlap_time"].item() == (
+        pytest.approx(2 * 18 / 88)
+    )
+    # relative to the shorter iteration they cover 6 of A's 10 ns: kept
     assert relative_overlap_time(df, 0.5)["relative_overlap_time"].item() == pytest.approx(
-        2 * 18 / 88
+        2 * 30 / 88
     )
     # two runs: sums over both
     two = pd.DataFrame(drifting_run(0) + drifting_run(1))

@@ -132,6 +132,32 @@ def test_test_and_interval_options_and_reproducibility(tmp_path):
     assert json.loads(again.stdout)["rows"] == out["diff", "bca"]
 
 
+def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
+    t = tmp_path / "t.csv"
+    synthetic_table(0.0, seed=4).to_csv(t, index=False)
+    schema = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
+    r = run_duet("compare", str(t), "--test", "utest-pooled", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["settings"]["test"] == "utest-pooled"
+    assert all(row["calibrated"] is False for row in doc["rows"])  # labelled
+    assert all(row["rank_p_value"] is not None for row in doc["rows"])
+    r = run_duet("compare", str(t), "--test", "utest-pooled", "--format", "markdown")
+    assert "utest-pooled test (not calibrated" in r.stdout
+    r = run_duet(
+        "compare", str(t), "--test", "utest", "--overlap-rate", "thesis", "--min-run-pairs", "0",
+        "--format", "json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["settings"]["overlap_rate"] == "thesis" and doc["settings"]["min_run_pairs"] == 0
+    assert all(row["calibrated"] and row["verdict"] == "same" for row in doc["rows"])
+    r = run_duet("compare", str(t), "--min-run-pairs", "2")
+    assert r.returncode == 2 and "min_run_pairs" in r.stderr and "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("run_stat", RUN_STATS)
 def test_every_run_statistic_is_offered_and_valid_json(tmp_path, run_stat):
     t = tmp_path / "t.csv"
@@ -180,3 +206,26 @@ def test_runs_without_pairs_are_reported():
     (note,) = lost_run_notes(rows, table, 0.4)
     assert "1 of 4 runs" in note and "m = 0.4" in note
     assert lost_run_notes(rows.assign(runs=4), table, 0.4) == []
+
+
+def test_runs_left_out_for_few_pairs_are_named_in_the_note():
+    from duetbench.report.compare_cli import lost_run_notes
+
+    table = pd.DataFrame(
+        {"suite": ["s"] * 8, "benchmark": ["b"] * 8, "method": ["sduet"] * 8, "run": range(8)}
+    )
+    rows = pd.DataFrame(
+        [{"suite": "s", "benchmark": "b", "method": "sduet", "runs": 6, "runs_few_pairs": 2}]
+    )
+    (note,) = lost_run_notes(rows, table, 0.4)
+    assert "2 of 8 runs" in note and "--min-run-pairs" in note
+
+
+def test_the_p_column_goes_with_the_verdicts_test():
+    from duetbench.report.compare_cli import HEADERS, _row_cells
+
+    row = dict(benchmark="b", method="seqn", p_value=0.0001, rank_p_value=0.25, verdict="same")
+    col = HEADERS.index("p (rank)")
+    assert _row_cells({**row, "test": "ratio"})[col] == "0.25"
+    assert _row_cells({**row, "test": "utest"})[col] == "0.25"
+    assert _row_cells({**row, "test": "utest-pooled"})[col] == "<0.001"  # title: not calibrated

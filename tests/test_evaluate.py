@@ -167,7 +167,7 @@ def test_tests_and_relative_ci_widths_match_the_t_interval(known) -> None:
 def test_aa_share_per_method_test_and_m(known) -> None:
     _, ev = known
     assert ev.aa_benchmarks == ("aa1", "aa2")
-    assert len(ev.aa) == 9  # 3 methods x 3 tests
+    assert len(ev.aa) == 12  # 3 methods x 4 tests (ratio, diff, utest, utest-pooled)
     assert (ev.aa["benchmarks"] == 2).all() and (ev.aa["same"] == 1).all()
     assert (ev.aa["slower"] == 1).all() and (ev.aa["share_same"] == 0.5).all()
     ab = ev.aa_by_overlap
@@ -200,7 +200,7 @@ def test_mds_of_the_known_data(known) -> None:
             assert row["mds"].item() == pytest.approx(want)
             assert row["detected"].item() == sum(detected)
     assert ev.mds.query("benchmark == 'aa1' and test == 'ratio'")["mds"].tolist() == [0.02] * 3
-    assert ev.mds.query("benchmark == 'aa2'")["mds"].tolist() == [0.0] * 9
+    assert ev.mds.query("benchmark == 'aa2'")["mds"].tolist() == [0.0] * 12
     # the curve: share of A/A benchmarks detected slower per s
     c = ev.mds_curve.query("method == 'sduet' and test == 'ratio'").set_index("slowdown")
     assert c.loc[0.0, "share_slower"] == 0.5 and c.loc[0.01, "share_slower"] == 0.5
@@ -241,12 +241,18 @@ def test_mds_rebuilds_b_timestamps_keeping_the_gaps() -> None:
     a = out.loc[out["pair"] == "A"]
     pd.testing.assert_frame_equal(a, df.loc[df["pair"] == "A"])
     # the evaluation pairs on the rebuilt timeline: at m = 0.4, s = 0 pairs A_k with B_k
-    # (rates 1, 0.9, 0.8); at s = 0.5 only (A0, B0) and (A2, B1) overlap by more than 40 %
-    # (merely stretching B's iterations in place would keep 3 pairs per run)
+    # (rates 1, 0.9, 0.8); at s = 0.5 (A0, B0), (A1, B0) and (A2, B1) cover more than 40 %
+    # of the shorter iteration (merely stretching B's iterations in place would keep 5)
     ev = evaluate(df, aa=True, slowdowns=[0.0, 0.5], min_overlaps=[0.4], shuffles=1)
     d = ev.mds_detail.query("method == 'aduet' and test == 'ratio'").set_index("slowdown")
-    assert d.loc[0.0, "pairs"] == 6 and d.loc[0.5, "pairs"] == 4
+    assert d.loc[0.0, "pairs"] == 6 and d.loc[0.5, "pairs"] == 6
     assert d.loc[0.5, "change"] == pytest.approx(0.5, abs=1e-6)
+    # the thesis's rate: only (A0, B0) and (A2, B1) overlap both by more than 40 %
+    ev = evaluate(
+        df, aa=True, slowdowns=[0.0, 0.5], min_overlaps=[0.4], shuffles=1, overlap_rate="thesis"
+    )
+    d = ev.mds_detail.query("method == 'aduet' and test == 'ratio'").set_index("slowdown")
+    assert d.loc[0.0, "pairs"] == 6 and d.loc[0.5, "pairs"] == 4
 
 
 def test_mds_finds_a_known_five_percent_slowdown() -> None:
@@ -336,9 +342,11 @@ def test_duet_evaluate_cli_on_the_quickstart(quickstart_results, tmp_path) -> No
     )
     assert all(0 <= r["relative_overlap_time"] <= 1 for r in t["overlap"])
     assert {(r["method"], r["test"]) for r in t["aa"]} == {
-        (m, x) for m in ("seqn", "aduet", "sduet") for x in ("ratio", "diff", "utest")
+        (m, x)
+        for m in ("seqn", "aduet", "sduet")
+        for x in ("ratio", "diff", "utest", "utest-pooled")
     }
-    assert len(t["mds"]) == 2 * 3 * 3
+    assert len(t["mds"]) == 2 * 3 * 4  # benchmarks x methods x tests
     # an iterations table: A/A only when the user says so
     table = tmp_path / "it.parquet"
     assert run_duet("process", str(quickstart_results), "-o", str(table)).returncode == 0

@@ -304,7 +304,9 @@ def test_markdown_report(quickstart_results) -> None:
     assert r.returncode == 0, r.stderr
     md = r.stdout
     assert md.startswith("## duetbench report: quickstart")
-    assert "| benchmark | method | mean A | mean B | change | CI | p (U) | runs | verdict |" in md
+    assert (
+        "| benchmark | method | mean A | mean B | change | CI | p (rank) | runs | verdict |" in md
+    )
     for part in (
         "### Runtime speedup over seqn",
         "### Relative CI width and verdict of every test",

@@ -6,7 +6,7 @@ and evaluation helpers (6). The entry point is :func:`compare`.
 
 from __future__ import annotations
 
-from .compare import CompareOptions, compare, difference_test, ratio_test
+from .compare import CompareOptions, compare, compare_tests, difference_test, ratio_test
 from .evaluation import (
     cv,
     minimal_detectable_slowdown,
@@ -42,6 +42,7 @@ __all__ = [
     "MannWhitneyResult",
     "bootstrap_interval",
     "compare",
+    "compare_tests",
     "cv",
     "difference_test",
     "drop_warmup",

@@ -10,13 +10,6 @@ import pandas as pd
 
 from duetbench.errors import AnalysisError
 
-from ._segments import (
-    bounds_from_codes,
-    segment_mean,
-    segment_median,
-    segment_trimmed_mean,
-    sort_segments,
-)
 from ._table import (
     SIDE_A,
     SIDE_B,
@@ -27,6 +20,7 @@ from ._table import (
     stable_key,
 )
 from ._threads import side_by_side
+from .calibration import calibrated
 from .filters import Warmup, check_warmup, warmup_mask, winsorized_durations
 from .intervals import (
     INTERVALS,
@@ -38,19 +32,28 @@ from .intervals import (
     t_interval,
     weighted_bootstrap_interval,
 )
+from .overlaps import DEFAULT_OVERLAP_RATE, check_overlap_rate
 from .pairing import DEFAULT_MIN_OVERLAP, Pairs, check_min_overlap, pair_rows
+from .ranks import GroupedSignedRank, signed_rank
+from .runvalues import RunValues, run_values, sparse_runs
 from .stats import (
+    NO_DATA,
     ChangeResult,
     ConfidenceInterval,
     GroupedU,
     check_threshold,
     mann_whitney_grouped,
+    pooled_u_verdicts,
+    rank_verdicts,
     verdicts,
 )
 
-TESTS = ("ratio", "diff")
+#: ratio and diff: CI tests (5.2, 5.1); utest: signed-rank test of the run values;
+#: utest-pooled: the thesis's Mann-Whitney U of all iterations (not calibrated).
+TESTS = ("ratio", "diff", "utest", "utest-pooled")
+_TEST_ALIASES = {"difference": "diff", "utest-thesis": "utest-pooled"}
+DEFAULT_MIN_RUN_PAIRS = 0.25
 RUN_STATS = ("median", "mean", "trimmed", "min")
-TRIM = 0.1  # the trimmed mean cuts 10 % at each end
 DEFAULT_BY = ("suite", "benchmark", "method")
 NO_CLUSTERING = "run"
 
@@ -72,13 +75,15 @@ class CompareOptions:
     cluster_by: str | None = None
     by: tuple[str, ...] = DEFAULT_BY
     weights: str = "poisson"
+    overlap_rate: str = DEFAULT_OVERLAP_RATE
+    min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS
 
     @classmethod
     def create(cls, **kw: object) -> CompareOptions:
         o = cls(**kw)  # type: ignore[arg-type]
-        test = {"difference": "diff"}.get(str(o.test), str(o.test))
+        test = _TEST_ALIASES.get(str(o.test), str(o.test))
         if test not in TESTS:
-            raise AnalysisError(f"test must be 'ratio' or 'diff', got {o.test!r}")
+            raise AnalysisError(f"test must be one of {', '.join(TESTS)}, got {o.test!r}")
         interval = str(o.interval).lower()
         if interval not in INTERVALS:
             raise AnalysisError(
@@ -107,7 +112,14 @@ class CompareOptions:
             winsorize=bool(o.winsorize),
             seed=check_seed(o.seed),
             by=by,
+            overlap_rate=check_overlap_rate(o.overlap_rate),
+            min_run_pairs=check_min_run_pairs(o.min_run_pairs),
         )
+
+    @property
+    def value_test(self) -> str:
+        """The test whose run values are built: the U tests rank log ratios."""
+        return "diff" if self.test == "diff" else "ratio"
 
     @property
     def cluster_column(self) -> str | None:
@@ -135,15 +147,27 @@ def compare(
     cluster_by: str | None = None,
     by: Sequence[str] = DEFAULT_BY,
     weights: str = "poisson",
+    overlap_rate: str = DEFAULT_OVERLAP_RATE,
+    min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS,
 ) -> pd.DataFrame:
     """Compare A with B in every group of ``by`` (default: suite, benchmark, method).
 
     Steps: drop ``warmup`` iterations per series, optionally winsorize, pair
-    (``min_overlap`` = m of O_m for aduet), summarize every run by ``run_stat`` of
-    its pairs' log ratios (``test="ratio"``) or differences (``test="diff"``),
-    build an interval for the mean over runs (``interval``: ``t`` | ``percentile``
-    | ``bca`` | ``studentized``; bootstrap ones use ``resamples`` and ``seed``) and
-    give a verdict (``threshold``: practical threshold of 5.5, relative).
+    (aduet: ``O_m`` with ``m = min_overlap`` and the rate ``overlap_rate``:
+    ``"shorter"`` -- overlap / shorter iteration, default -- or ``"thesis"``),
+    summarize every run by ``run_stat`` of its pairs' log ratios (``test="ratio"``)
+    or differences (``test="diff"``), leave out runs with fewer pairs than
+    ``min_run_pairs`` times the median run of their group (0 keeps all), build an
+    interval for the mean over runs (``interval``: ``t`` | ``percentile`` | ``bca``
+    | ``studentized``; bootstrap ones use ``resamples`` and ``seed``) and give a
+    verdict (``threshold``: practical threshold of 5.5, relative).
+
+    ``test="utest"``: the verdict is the Wilcoxon signed-rank test of the run
+    values (log ratios; of the hosts' mean values when clustered) at level
+    ``1 - confidence`` -- calibrated, see docs/statistics.md; ``"utest-pooled"``:
+    the thesis's Mann-Whitney U of all iterations (``p_value``), which treats
+    iterations as independent and is not calibrated. Both report the ratio test's
+    change and interval.
 
     ``cluster_by``: ``None`` (auto) resamples hosts with the weighted bootstrap
     (``weights`` Poisson(1) or Uniform(0, 2)) in groups whose runs span more than
@@ -151,10 +175,14 @@ def compare(
     explicitly; ``"run"`` never clusters. The column ``clustered_by`` says which.
 
     Returns one row per group: the ``by`` keys, ``mean_a_ns, mean_b_ns, change,
-    ci_low, ci_high, ci_width, p_value, u_statistic, runs, pairs, clusters,
-    verdict, test, interval, confidence, threshold, run_stat, clustered_by``.
-    Positive change means B is slower. A group without pairs has verdict
-    ``no data`` and NaNs, as has one whose interval is undefined (a single run).
+    ci_low, ci_high, ci_width, p_value, u_statistic, rank_p_value, runs,
+    runs_few_pairs, pairs, clusters, verdict, test, interval, confidence, threshold,
+    run_stat, clustered_by, overlap_rate, calibrated``. Positive change means B is
+    slower. ``p_value``/``u_statistic``: the pooled U test (not calibrated);
+    ``rank_p_value``: the signed-rank test of the run values; ``calibrated``: whether
+    the verdict's settings kept their false-alarm rate on the simulations at this
+    many runs. A group without pairs has verdict ``no data`` and NaNs, as has one
+    whose interval is undefined (a single run).
     """
     opts = CompareOptions.create(
         test=test,
@@ -170,9 +198,23 @@ def compare(
         cluster_by=cluster_by,
         by=by,
         weights=weights,
+        overlap_rate=overlap_rate,
+        min_run_pairs=min_run_pairs,
     )
     it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
     return compare_iterations(it, opts)
+
+
+def check_min_run_pairs(share: object) -> float:
+    try:
+        v = float(share)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"min_run_pairs must be a number in [0, 1], got {share!r}") from exc
+    if not 0.0 <= v <= 1.0:
+        raise AnalysisError(
+            f"min_run_pairs must be in [0, 1] (a share of the median run's pairs), got {share!r}"
+        )
+    return v
 
 
 def unit_extras(opts: CompareOptions) -> list[str]:
@@ -181,66 +223,6 @@ def unit_extras(opts: CompareOptions) -> list[str]:
     if col is not None and col not in extra:
         extra.append(col)
     return extra
-
-
-@dataclass(frozen=True, eq=False)
-class _RunValues:
-    """Run-level values: one per unit with at least one pair."""
-
-    unit: np.ndarray  # unit code
-    value: np.ndarray  # statistic of the run's log ratios or differences
-    a_level: np.ndarray  # statistic of the run's paired A durations (for diff scaling)
-    pairs: np.ndarray  # pairs per run
-
-
-def _run_stat(x: np.ndarray, starts: np.ndarray, lens: np.ndarray, how: str) -> np.ndarray:
-    if how == "mean":
-        return segment_mean(x, starts, lens, tiles=True)
-    srt = sort_segments(x, starts, lens)
-    if how == "median":
-        return segment_median(srt, starts, lens)
-    return segment_trimmed_mean(srt, starts, lens, TRIM)
-
-
-def run_values(it: Iterations, p: Pairs, test: str, run_stat: str) -> _RunValues:
-    """Summarize the pairs of every run (METHODS 5, run-level statistic)."""
-    a = it.duration[p.a].astype(np.float64)
-    b = it.duration[p.b].astype(np.float64)
-    if test == "ratio" and len(a) and (a.min() <= 0 or b.min() <= 0):
-        raise AnalysisError(_non_positive_message(it, p, a, b))
-    starts, lens = bounds_from_codes(p.unit)
-    units = p.unit[starts] if len(starts) else np.zeros(0, dtype=np.int64)
-    if run_stat == "min":
-        # Chen & Revels' minimum is a location of each side's times, not of the
-        # pairs' ratios: the run value compares the two sides' minima.
-        a_min = np.minimum.reduceat(a, starts) if len(starts) else np.zeros(0)
-        b_min = np.minimum.reduceat(b, starts) if len(starts) else np.zeros(0)
-        value = np.log(b_min / a_min) if test == "ratio" else b_min - a_min
-    else:
-        value = _run_stat(np.log(b / a) if test == "ratio" else b - a, starts, lens, run_stat)
-    if test == "ratio":
-        a_level = np.ones(len(units))  # the ratio is relative already
-    else:
-        a_level = a_min if run_stat == "min" else _run_stat(a, starts, lens, run_stat)
-    # canonical order (by run key), so resampling does not depend on the row order
-    order = np.argsort(it.unit_rank[units], kind="stable")
-    return _RunValues(units[order], value[order], a_level[order], lens[order])
-
-
-def _non_positive_message(it: Iterations, p: Pairs, a: np.ndarray, b: np.ndarray) -> str:
-    """Where the first zero or negative duration of a ratio test is, and what to do."""
-    bad = np.flatnonzero((a <= 0) | (b <= 0))
-    first = int(bad[0])
-    row = p.a[first] if a[first] <= 0 else p.b[first]
-    key = it.units.iloc[int(it.unit[row])]
-    where = ", ".join(f"{c} {key[c]}" for c in it.unit_columns if str(key[c]) != "")
-    side = "A" if a[first] <= 0 else "B"
-    return (
-        f"the ratio test needs positive durations, but {len(bad)} pair(s) have "
-        f"duration_ns <= 0, first {where}, pair {side}, iteration {it.iteration[row]} "
-        f"({it.duration[row]} ns); drop those iterations or use the difference test "
-        "(--test diff)"
-    )
 
 
 def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
@@ -253,22 +235,51 @@ def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
     return itf
 
 
-def compare_iterations(it: Iterations, opts: CompareOptions) -> pd.DataFrame:
-    """:func:`compare` on an already converted table.
+def compare_tests(df: pd.DataFrame, tests: Sequence[str] = TESTS, **kw: object) -> pd.DataFrame:
+    """:func:`compare` of every test in ``tests`` (default: all four) at once.
+
+    The rows of each test, stacked in the order of ``tests`` (column ``test``), equal
+    those of ``compare(df, test=t, **kw)``; the table is filtered and paired once,
+    and the run values and intervals are built once for the ratio-based tests
+    (``ratio``, ``utest``, ``utest-pooled``) and once for ``diff``.
+    """
+    if isinstance(tests, str) or not tests:
+        raise AnalysisError("tests must be a non-empty list, e.g. ('ratio', 'utest')")
+    opts = CompareOptions.create(**kw)
+    it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
+    return compare_iterations(it, opts, tests)
+
+
+def compare_iterations(
+    it: Iterations, opts: CompareOptions, tests: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """:func:`compare` (or :func:`compare_tests` of ``tests``) on a converted table.
 
     The U test and the side means need no pairs: with more than one analysis
     thread they are computed on a second thread while this one pairs the
     iterations and builds the intervals (numpy releases the GIL in the sorts).
     """
+    each = (
+        [opts]
+        if tests is None
+        else [CompareOptions.create(**{**vars(opts), "test": t}) for t in tests]
+    )
     itf = filtered(it, opts)
     gcode_u, gkeys = group_codes(itf.units, opts.by)
     ng = len(gkeys)
-    ch, sides = side_by_side(
-        lambda: changes(itf, pair_rows(itf, opts.min_overlap), gcode_u, gkeys, opts),
+
+    def paired() -> dict[str, Changes]:
+        pairs = pair_rows(itf, opts.min_overlap, opts.overlap_rate)
+        kinds = {o.value_test: o for o in each}
+        return {k: changes(itf, pairs, gcode_u, gkeys, o) for k, o in kinds.items()}
+
+    chs, sides = side_by_side(
+        paired,
         lambda: _side_statistics(itf, gcode_u, ng),
         parallel=len(itf.duration) >= THREADED_ROWS,
     )
-    return _result_table(gkeys, ch, sides, opts)
+    frames = [_result_table(gkeys, chs[o.value_test], sides, o) for o in each]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,6 +293,10 @@ class Changes:
     pairs: np.ndarray
     clusters: np.ndarray
     clustered_by: np.ndarray
+    few_pairs: np.ndarray  # runs left out for carrying too few pairs
+    rank: GroupedSignedRank  # signed-rank test of the run values (cluster means)
+    rank_above: GroupedSignedRank | None  # ... of the values minus log(1 + threshold)
+    rank_below: GroupedSignedRank | None  # ... of the values minus log(1 - threshold)
 
     @property
     def width(self) -> np.ndarray:
@@ -295,22 +310,34 @@ def changes(
     gkeys: pd.DataFrame,
     opts: CompareOptions,
 ) -> Changes:
-    """Run-level values, intervals and their scaling to relative change."""
+    """Run-level values, intervals and their scaling to relative change, rank tests."""
     ng = len(gkeys)
-    rv = run_values(itf, pairs, opts.test, opts.run_stat)
-    ivals, clustered_by, n_clusters = _intervals(itf, rv, gcode_u, gkeys, opts)
+    rv = run_values(itf, pairs, opts.value_test, opts.run_stat)
+    sparse = sparse_runs(rv.pairs, gcode_u[rv.unit], ng, opts.min_run_pairs)
+    few = np.bincount(gcode_u[rv.unit[sparse]], minlength=ng)
+    rv = rv.subset(~sparse)
+    ivals, clustered_by, n_clusters, tested = _intervals(itf, rv, gcode_u, gkeys, opts)
+    rank = signed_rank(tested[0], tested[1], ng)
+    above = below = None
+    if opts.value_test == "ratio" and opts.threshold > 0:
+        t = opts.threshold
+        above = signed_rank(tested[0] - np.log1p(t), tested[1], ng)
+        below = signed_rank(tested[0] - (np.log1p(-t) if t < 1 else -np.inf), tested[1], ng)
     g_run = gcode_u[rv.unit]
     runs = np.bincount(g_run, minlength=ng)
     npairs = np.bincount(g_run, weights=rv.pairs, minlength=ng).astype(np.int64)
     est, lo, hi = ivals.estimate, ivals.low, ivals.high
-    if opts.test == "ratio":
-        change, c_lo, c_hi = np.expm1(est), np.expm1(lo), np.expm1(hi)
+    if opts.value_test == "ratio":
+        with np.errstate(over="ignore"):  # an unbounded interval (2 runs) maps to inf
+            change, c_lo, c_hi = np.expm1(est), np.expm1(lo), np.expm1(hi)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = np.bincount(g_run, weights=rv.a_level, minlength=ng) / runs
             change, c_lo, c_hi = est / scale, lo / scale, hi / scale
     change = np.where(runs > 0, change, np.nan)
-    return Changes(change, c_lo, c_hi, runs, npairs, n_clusters, clustered_by)
+    return Changes(
+        change, c_lo, c_hi, runs, npairs, n_clusters, clustered_by, few, rank, above, below
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -353,16 +380,40 @@ def _result_table(
     out["ci_width"] = ch.width
     out["p_value"] = u.pvalue
     out["u_statistic"] = u.u_a
+    out["rank_p_value"] = np.where(ch.runs > 0, ch.rank.pvalue, np.nan)
     out["runs"] = ch.runs
+    out["runs_few_pairs"] = ch.few_pairs
     out["pairs"] = ch.pairs
     out["clusters"] = ch.clusters
-    out["verdict"] = verdicts(ch.low, ch.high, opts.threshold)
+    out["verdict"] = _verdicts(ch, u, opts)
     out["test"] = opts.test
     out["interval"] = opts.interval
     out["confidence"] = opts.confidence
     out["threshold"] = opts.threshold
     out["run_stat"] = opts.run_stat
     out["clustered_by"] = ch.clustered_by
+    out["overlap_rate"] = opts.overlap_rate
+    out["calibrated"] = calibrated(opts, ch.clusters, ch.clustered_by != NO_CLUSTERING)
+    return out
+
+
+def _verdicts(ch: Changes, u: GroupedU, opts: CompareOptions) -> np.ndarray:
+    """The verdict of every group, in one place for every test."""
+    if opts.test in ("ratio", "diff"):
+        return verdicts(ch.low, ch.high, opts.threshold)
+    defined = ~(np.isnan(ch.low) | np.isnan(ch.high))  # at least 2 runs (clusters)
+    alpha = 1.0 - opts.confidence
+    if opts.test == "utest":
+        return rank_verdicts(
+            ch.rank,
+            alpha,
+            defined,
+            threshold=opts.threshold,
+            above=ch.rank_above,
+            below=ch.rank_below,
+        )
+    out = pooled_u_verdicts(u.pvalue, u.estimate, alpha)
+    out[~defined] = NO_DATA
     return out
 
 
@@ -376,11 +427,13 @@ def group_key_texts(gkeys: pd.DataFrame, by: Sequence[str]) -> list[str]:
 
 def _intervals(
     itf: Iterations,
-    rv: _RunValues,
+    rv: RunValues,
     gcode_u: np.ndarray,
     gkeys: pd.DataFrame,
     opts: CompareOptions,
-) -> tuple[GroupIntervals, np.ndarray, np.ndarray]:
+) -> tuple[GroupIntervals, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Intervals of every group over runs or clusters; the clustering; and the values
+    the rank test ranks with their group codes (run values, or the clusters' means)."""
     ng = len(gkeys)
     g_run = gcode_u[rv.unit]
     keys = group_key_texts(gkeys, opts.by)
@@ -440,7 +493,20 @@ def _intervals(
         )
         n_clusters = np.where(clustered, cres.n, runs)
         clustered_by[clustered] = col
-    return res, clustered_by, n_clusters
+    return res, clustered_by, n_clusters, _tested_values(rv.value, g_run, label, clustered)
+
+
+def _tested_values(
+    value: np.ndarray, g_run: np.ndarray, label: np.ndarray, clustered: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run values of unclustered groups, and each cluster's mean in clustered ones."""
+    sel = clustered[g_run]
+    if not sel.any():
+        return value, g_run
+    width = int(label.max()) + 1
+    code, inv = np.unique(g_run[sel] * width + label[sel], return_inverse=True)
+    means = np.bincount(inv, weights=value[sel]) / np.bincount(inv)
+    return np.concatenate([value[~sel], means]), np.concatenate([g_run[~sel], code // width])
 
 
 def _single(df: pd.DataFrame, test: str, **kw: object) -> ChangeResult:
@@ -462,6 +528,10 @@ def _single(df: pd.DataFrame, test: str, **kw: object) -> ChangeResult:
         ci_width=float(r["ci_width"]),
         mean_a_ns=float(r["mean_a_ns"]),
         mean_b_ns=float(r["mean_b_ns"]),
+        rank_pvalue=float(r["rank_p_value"]),
+        runs_few_pairs=int(r["runs_few_pairs"]),
+        overlap_rate=str(r["overlap_rate"]),
+        calibrated=bool(r["calibrated"]),
     )
 
 

@@ -15,6 +15,7 @@ from duetbench.errors import AnalysisError
 from ._table import SIDE_A, SIDE_B, Iterations, check_seed, group_codes, group_generator
 from .compare import (
     DEFAULT_BY,
+    DEFAULT_MIN_RUN_PAIRS,
     NO_CLUSTERING,
     CompareOptions,
     changes,
@@ -24,6 +25,7 @@ from .compare import (
     unit_extras,
 )
 from .filters import Warmup
+from .overlaps import DEFAULT_OVERLAP_RATE
 from .pairing import DEFAULT_MIN_OVERLAP, Pairs, pair_rows
 from .stats import SLOWER
 
@@ -208,6 +210,8 @@ def shuffle_check(
     seed: int = 0,
     shuffles: int = 10,
     by: Sequence[str] = DEFAULT_BY,
+    overlap_rate: str = DEFAULT_OVERLAP_RATE,
+    min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS,
 ) -> pd.DataFrame:
     """The duet paper's shuffle check (RQ2): does the duet cancel shared interference?
 
@@ -232,10 +236,12 @@ def shuffle_check(
         seed=seed,
         cluster_by=NO_CLUSTERING,
         by=by,
+        overlap_rate=overlap_rate,
+        min_run_pairs=min_run_pairs,
     )
     seed = check_seed(seed)
     it = filtered(Iterations.from_frame(df, extra_unit_columns=unit_extras(opts)), opts)
-    pairs = pair_rows(it, opts.min_overlap)
+    pairs = pair_rows(it, opts.min_overlap, opts.overlap_rate)
     gcode_u, gkeys = group_codes(it.units, opts.by)
     keys = group_key_texts(gkeys, opts.by)
     paired = changes(it, pairs, gcode_u, gkeys, opts)

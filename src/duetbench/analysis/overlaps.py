@@ -3,9 +3,13 @@
 For iterations ``a`` of A and ``b`` of B of the same aduet run::
 
     overlap_time = min(e_a, e_b) - max(s_a, s_b)          (when positive)
-    overlap_rate = min(overlap_time / d_a, overlap_time / d_b)
+    overlap_rate = overlap_time / min(d_a, d_b)           ("shorter", the default)
+    overlap_rate = min(overlap_time / d_a, overlap_time / d_b)      ("thesis", eq. 3.1)
 
-``O_m`` is the set of pairs with ``overlap_rate > m``. The iterations of one side
+``O_m`` is the set of pairs with ``overlap_rate > m``. The thesis's rate never
+exceeds shorter/longer, so it keeps only pairs whose length ratio lies in
+``(m, 1/m)``; the default judges how well the shorter iteration is covered
+(docs/statistics.md, "Pairing asynchronous runs"). The iterations of one side
 follow each other, so the pairs are found by a sweep -- two ``searchsorted`` calls
 over all runs at once -- in O((n + m) log n), never through an n x m matrix.
 The geometry uses the timestamps: ``d = end_ns - start_ns``.
@@ -25,6 +29,24 @@ from duetbench.errors import AnalysisError
 from ._table import Iterations, group_codes, require_columns
 
 _KEY_LIMIT = 2**62
+#: Definitions of the overlap rate: relative to the shorter iteration, or the thesis's.
+OVERLAP_RATES = ("shorter", "thesis")
+DEFAULT_OVERLAP_RATE = "shorter"
+
+
+def check_overlap_rate(definition: object) -> str:
+    if definition not in OVERLAP_RATES:
+        raise AnalysisError(
+            f"overlap rate must be one of {', '.join(OVERLAP_RATES)}, got {definition!r}"
+        )
+    return str(definition)
+
+
+def _rate(ov: np.ndarray, da: np.ndarray, db: np.ndarray, definition: str) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if definition == "thesis":
+            return np.minimum(ov / da, ov / db)
+        return ov / np.minimum(da, db)
 
 
 def overlap_time(
@@ -38,15 +60,20 @@ def overlap_time(
 
 
 def overlap_rate(
-    a_start: npt.ArrayLike, a_end: npt.ArrayLike, b_start: npt.ArrayLike, b_end: npt.ArrayLike
+    a_start: npt.ArrayLike,
+    a_end: npt.ArrayLike,
+    b_start: npt.ArrayLike,
+    b_end: npt.ArrayLike,
+    *,
+    definition: str = DEFAULT_OVERLAP_RATE,
 ) -> np.ndarray:
-    """``min(overlap / d_a, overlap / d_b)`` with ``d = end - start`` (thesis eq. 3.1)."""
+    """Overlap rate with ``d = end - start``: ``overlap / min(d_a, d_b)`` (``"shorter"``,
+    default) or ``min(overlap / d_a, overlap / d_b)`` (``"thesis"``, eq. 3.1)."""
+    definition = check_overlap_rate(definition)
     ov = overlap_time(a_start, a_end, b_start, b_end).astype(np.float64)
     da = np.asarray(a_end) - np.asarray(a_start)
     db = np.asarray(b_end) - np.asarray(b_start)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.minimum(ov / da, ov / db)
-    return np.where(ov > 0, r, 0.0)
+    return np.where(ov > 0, _rate(ov, da, db, definition), 0.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,8 +134,11 @@ def _blocks(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return np.repeat(starts, lens) + off
 
 
-def overlap_pairs(it: Iterations, unit_mask: np.ndarray) -> OverlapPairs:
-    """All overlapping pairs of the units where ``unit_mask`` is True (vectorized)."""
+def overlap_pairs(
+    it: Iterations, unit_mask: np.ndarray, definition: str = DEFAULT_OVERLAP_RATE
+) -> OverlapPairs:
+    """All overlapping pairs of the units where ``unit_mask`` is True (vectorized),
+    with their overlap rate of ``definition``."""
     a0, la, b0, lb = it.paired_series(unit_mask)
     empty = np.zeros(0, dtype=np.int64)
     if len(a0) == 0:
@@ -145,24 +175,28 @@ def overlap_pairs(it: Iterations, unit_mask: np.ndarray) -> OverlapPairs:
     b = np.concatenate(b_out)
     sa, ea, sb, eb = it.start[a], it.end[a], it.start[b], it.end[b]
     ov = np.minimum(ea, eb) - np.maximum(sa, sb)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.minimum(ov / (ea - sa), ov / (eb - sb))
-    return OverlapPairs(it.unit[a], a, b, ov, rate)
+    return OverlapPairs(it.unit[a], a, b, ov, _rate(ov, ea - sa, eb - sb, definition))
 
 
 def _aduet_units(it: Iterations) -> np.ndarray:
     return it.unit_method() == "aduet"
 
 
-def overlaps(df: pd.DataFrame, *, min_rate: float | None = None) -> pd.DataFrame:
+def overlaps(
+    df: pd.DataFrame,
+    *,
+    min_rate: float | None = None,
+    overlap_rate: str = DEFAULT_OVERLAP_RATE,
+) -> pd.DataFrame:
     """All overlapping (A, B) iteration pairs of every aduet run.
 
     One row per pair: the run's key columns, ``a_iteration``, ``b_iteration``,
-    ``a_ns``/``b_ns`` (durations), ``overlap_ns`` and ``overlap_rate``. With
-    ``min_rate=m`` only the pairs of ``O_m`` (rate > m) are kept.
+    ``a_ns``/``b_ns`` (durations), ``overlap_ns`` and ``overlap_rate`` (of the
+    definition ``overlap_rate``: ``"shorter"`` or ``"thesis"``). With ``min_rate=m``
+    only the pairs of ``O_m`` (rate > m) are kept.
     """
     it = Iterations.from_frame(df)
-    op = overlap_pairs(it, _aduet_units(it))
+    op = overlap_pairs(it, _aduet_units(it), check_overlap_rate(overlap_rate))
     if min_rate is not None:
         op = op.subset(op.rate > float(min_rate))
     out = it.units.iloc[op.unit].reset_index(drop=True)
@@ -176,23 +210,29 @@ def overlaps(df: pd.DataFrame, *, min_rate: float | None = None) -> pd.DataFrame
 
 
 def relative_overlap_time(
-    df: pd.DataFrame, m: float = 0.4, *, by: Sequence[str] = ("host", "suite", "benchmark")
+    df: pd.DataFrame,
+    m: float = 0.4,
+    *,
+    by: Sequence[str] = ("host", "suite", "benchmark"),
+    overlap_rate: str = DEFAULT_OVERLAP_RATE,
 ) -> pd.DataFrame:
     """Relative overlap time of every benchmark (thesis eq. 5.2).
 
     ``sum over O_m of 2 * overlap_time / sum over aduet runs (sum d_A + sum d_B)``,
-    in [0, 1], per ``by`` group (default host, suite, benchmark). Durations are
+    in [0, 1], per ``by`` group (default host, suite, benchmark); ``O_m`` by the
+    rate ``overlap_rate`` (``"shorter"`` or ``"thesis"``). Durations are
     ``duration_ns``; the table is used as given (filter it first if wanted).
     Columns: the ``by`` keys, ``relative_overlap_time``, ``pairs`` (size of O_m),
     ``runs``.
     """
     if not 0.0 <= float(m) < 1.0:
         raise AnalysisError(f"minimum overlap rate m must be in [0, 1), got {m!r}")
+    definition = check_overlap_rate(overlap_rate)
     by = list(by)
     require_columns(df, by, "relative overlap time")
     it = Iterations.from_frame(df, extra_unit_columns=by)
     is_aduet = _aduet_units(it)
-    op = overlap_pairs(it, is_aduet)
+    op = overlap_pairs(it, is_aduet, definition)
     op = op.subset(op.rate > float(m))
     gcode, keys = group_codes(it.units, by)
     n_groups = len(keys)

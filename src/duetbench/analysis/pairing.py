@@ -1,7 +1,8 @@
 """Pairing iterations of A with iterations of B (METHODS.md section 4).
 
 ``seqn`` and ``sduet``: iteration ``i`` of A with iteration ``i`` of B of the same run.
-``aduet``: the pairs in ``O_m`` (overlap rate > m) of the same run. A run is a unit
+``aduet``: the pairs in ``O_m`` (overlap rate > m) of the same run, the rate relative
+to the shorter iteration by default (``overlap_rate="thesis"``: the thesis's eq. 3.1). A run is a unit
 (experiment, host, suite, benchmark, method, run): the A and B runs of one seqn
 repetition are paired by their shared run index on the same host.
 """
@@ -17,7 +18,7 @@ from duetbench.errors import AnalysisError
 
 from ._table import SIDE_A, SIDE_B, THREADED_ROWS, Iterations
 from ._threads import side_by_side
-from .overlaps import overlap_pairs
+from .overlaps import DEFAULT_OVERLAP_RATE, check_overlap_rate, overlap_pairs
 
 DEFAULT_MIN_OVERLAP = 0.4
 
@@ -87,15 +88,22 @@ def _searched_pairs(it: Iterations, unit_mask: np.ndarray) -> tuple[np.ndarray, 
     return ra[hit], rb[pos_c[hit]]
 
 
-def pair_rows(it: Iterations, min_overlap: float = DEFAULT_MIN_OVERLAP) -> Pairs:
+def pair_rows(
+    it: Iterations,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    overlap_rate: str = DEFAULT_OVERLAP_RATE,
+) -> Pairs:
     """Pairs of every run of every method (vectorized over runs)."""
     m = check_min_overlap(min_overlap)
+    definition = check_overlap_rate(overlap_rate)
     method = it.unit_method()
     by_index = (method == "seqn") | (method == "sduet")
     # the two pairings are independent: on a large table, side by side on threads
     big = len(it.unit) >= THREADED_ROWS
     (a1, b1), op = side_by_side(
-        lambda: _index_pairs(it, by_index), lambda: overlap_pairs(it, method == "aduet"), big
+        lambda: _index_pairs(it, by_index),
+        lambda: overlap_pairs(it, method == "aduet", definition),
+        big,
     )
     keep = op.rate > m
     a = np.concatenate([a1, op.a[keep]])
@@ -106,16 +114,23 @@ def pair_rows(it: Iterations, min_overlap: float = DEFAULT_MIN_OVERLAP) -> Pairs
     return Pairs(it.unit[a], a, b, ov, rate)
 
 
-def pair(df: pd.DataFrame, *, min_overlap: float = DEFAULT_MIN_OVERLAP) -> pd.DataFrame:
+def pair(
+    df: pd.DataFrame,
+    *,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    overlap_rate: str = DEFAULT_OVERLAP_RATE,
+) -> pd.DataFrame:
     """The paired table: one row per (A, B) iteration pair.
 
     Columns: the run key (``experiment`` when present, ``host, suite, benchmark,
     method, run``), ``a_iteration, b_iteration, a_ns, b_ns`` and, for aduet pairs,
     ``overlap_ns, overlap_rate`` (NaN for seqn/sduet). ``min_overlap`` is the ``m``
-    of ``O_m`` for aduet runs (default 0.4, thesis 5.2.3).
+    of ``O_m`` for aduet runs (default 0.4, thesis 5.2.3); ``overlap_rate`` the
+    definition of the rate: ``"shorter"`` (overlap / shorter iteration, default) or
+    ``"thesis"`` (eq. 3.1).
     """
     it = Iterations.from_frame(df)
-    p = pair_rows(it, min_overlap)
+    p = pair_rows(it, min_overlap, overlap_rate)
     return pairs_frame(it, p)
 
 

@@ -11,6 +11,7 @@ from scipy import special, stats
 from duetbench.errors import AnalysisError
 
 from ._segments import sort_segments
+from .ranks import GroupedSignedRank
 
 SLOWER = "slower"
 FASTER = "faster"
@@ -34,9 +35,9 @@ class ChangeResult:
 
     ``estimate`` is the relative change of B against A (positive: B slower):
     ``ggms - 1`` for the ratio test, ``mean delta / mean d_A`` for the difference
-    test; ``confidence_interval`` is on the same scale. ``pvalue`` is the
-    Mann-Whitney U test's on the same durations (5.4, reported alongside; it never
-    drives the verdict).
+    test; ``confidence_interval`` is on the same scale. ``pvalue`` is the pooled
+    Mann-Whitney U test's on the same durations (5.4, reported alongside, not
+    calibrated); ``rank_pvalue`` the signed-rank test's of the run values.
     """
 
     test: str
@@ -54,6 +55,10 @@ class ChangeResult:
     ci_width: float
     mean_a_ns: float
     mean_b_ns: float
+    rank_pvalue: float = float("nan")
+    runs_few_pairs: int = 0
+    overlap_rate: str = "shorter"
+    calibrated: bool = True
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,53 @@ def verdicts(low: npt.ArrayLike, high: npt.ArrayLike, threshold: float = 0.0) ->
     out[(hi < 0) & (hi < -t)] = FASTER
     out[(hi < 0) & ~(hi < -t)] = BELOW_THRESHOLD
     out[np.isnan(lo) | np.isnan(hi)] = NO_DATA
+    return out
+
+
+def rank_verdicts(
+    rank: GroupedSignedRank,
+    alpha: float,
+    defined: np.ndarray,
+    *,
+    threshold: float = 0.0,
+    above: GroupedSignedRank | None = None,
+    below: GroupedSignedRank | None = None,
+) -> np.ndarray:
+    """Verdicts of the signed-rank test of run values (log ratios), as :func:`verdicts`.
+
+    ``slower`` (``faster``) when the test rejects "centred on 0" at ``alpha`` with the
+    positive (negative) values dominating and, with a ``threshold``, also rejects
+    "centred on log(1 + threshold)" (``log(1 - threshold)``) in the same direction
+    -- the test form of "the interval lies beyond the threshold"; ``same (below
+    threshold)`` when only the first rejects; ``no data`` where not ``defined``.
+    """
+    out = np.full(len(rank.pvalue), SAME, dtype=object)
+    sig = rank.pvalue < alpha
+    up = sig & (rank.r_plus > rank.r_minus)
+    down = sig & (rank.r_minus > rank.r_plus)
+    out[up] = SLOWER
+    out[down] = FASTER
+    if threshold > 0.0 and above is not None and below is not None:
+        beyond_up = (above.pvalue < alpha) & (above.r_plus > above.r_minus)
+        beyond_down = (below.pvalue < alpha) & (below.r_minus > below.r_plus)
+        out[up & ~beyond_up] = BELOW_THRESHOLD
+        out[down & ~beyond_down] = BELOW_THRESHOLD
+    out[~np.asarray(defined, dtype=bool)] = NO_DATA
+    return out
+
+
+def pooled_u_verdicts(pvalue: np.ndarray, estimate: np.ndarray, alpha: float) -> np.ndarray:
+    """The thesis's U-test verdicts (5.4): ``p < alpha``, direction from ``P(B > A)``.
+
+    Not calibrated: the pooled iterations of a run are not independent.
+    """
+    p = np.asarray(pvalue, dtype=np.float64)
+    est = np.asarray(estimate, dtype=np.float64)
+    out = np.full(p.shape, SAME, dtype=object)
+    sig = p < alpha
+    out[sig & (est > 0.5)] = SLOWER
+    out[sig & (est < 0.5)] = FASTER
+    out[np.isnan(p)] = NO_DATA
     return out
 
 

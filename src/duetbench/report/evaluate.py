@@ -38,6 +38,7 @@ import pandas as pd
 from .. import __version__
 from ..analysis import (
     compare,
+    compare_tests,
     cv,
     drop_warmup,
     relative_overlap_time,
@@ -57,9 +58,11 @@ SCHEMA_ID = "duetbench.evaluate/1"
 #: Grouping of per-benchmark results: one row per host, suite, benchmark and method.
 KEYS = ("host", "suite", "benchmark", "method")
 BENCH_KEYS = ("host", "suite", "benchmark")
-#: Tests with a confidence interval (METHODS 5.1, 5.2), and all tests reported.
+#: Tests with a confidence interval (METHODS 5.1, 5.2), and all tests reported: the U
+#: test of run values (calibrated) and the thesis's pooled U test (not calibrated).
 CI_TESTS = ("ratio", "diff")
-TESTS = ("ratio", "diff", "utest")
+U_TESTS = ("utest", "utest-pooled")
+TESTS = (*CI_TESTS, *U_TESTS)
 #: The minimum overlap ratios of fig. 5.2 / 5.4: 0, 0.1, ..., 0.9.
 DEFAULT_MIN_OVERLAPS = tuple(float(x) for x in np.round(np.arange(10) / 10, 10))
 
@@ -77,11 +80,14 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "ci_high": N,
         "ci_width": N,
         "p_value": N,
+        "rank_p_value": N,
         "mean_a_ns": N,
         "mean_b_ns": N,
         "runs": INT,
+        "runs_few_pairs": INT,
         "pairs": INT,
         "clustered_by": S,
+        "calibrated": B,
     },
     "speedup": {
         "host": S,
@@ -126,7 +132,9 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "ci_high": N,
         "ci_width": N,
         "p_value": N,
+        "rank_p_value": N,
         "verdict": S,
+        "calibrated": B,
         "runs": INT,
         "pairs": INT,
         "mean_a_ns": N,
@@ -349,45 +357,17 @@ def _prepared(df: pd.DataFrame, warmup: int | str | None) -> tuple[pd.DataFrame,
     return df, warmup
 
 
-def _utest_verdicts(rows: pd.DataFrame, confidence: float) -> list[str]:
-    """The U test's verdict: p < 1 - confidence, direction from the ratio test's change."""
-    alpha = 1.0 - confidence
-    out = []
-    for p, c, old in zip(rows["p_value"], rows["change"], rows["verdict"], strict=True):
-        pv, cv_ = num(p), num(c)
-        if old == "no data" or pv is None or cv_ is None:
-            out.append("no data")
-        elif pv < alpha:
-            out.append("slower" if cv_ > 0 else "faster")
-        else:
-            out.append("same")
-    return out
-
-
 def _tests_rows(
     df: pd.DataFrame,
     copts: dict[str, Any],
-    confidence: float,
     aa: Sequence[str],
     by: Sequence[str] = KEYS,
 ) -> pd.DataFrame:
-    """Rows of every CI test and of the U test, per host, suite, benchmark, method."""
-    frames = []
-    ratio_rows = None
-    for t in CI_TESTS:
-        r = compare(df, test=t, by=by, **copts).copy()
-        r["test"] = t
-        frames.append(r)
-        if t == "ratio":
-            ratio_rows = r
-    assert ratio_rows is not None
-    u = ratio_rows.copy()
-    u["test"] = "utest"
-    u["verdict"] = _utest_verdicts(ratio_rows, confidence)
-    for c in ("ci_low", "ci_high", "ci_width"):
-        u[c] = np.nan
-    frames.append(u)
-    out = pd.concat(frames, ignore_index=True)
+    """Rows of every CI test and of the U tests, per host, suite, benchmark, method.
+
+    The U tests' rows have no interval (``compare`` gives them the ratio test's)."""
+    out = compare_tests(df, TESTS, by=by, **copts)
+    out.loc[out["test"].isin(U_TESTS), ["ci_low", "ci_high", "ci_width"]] = np.nan
     out["aa"] = out["benchmark"].astype(str).isin(set(aa))
     return out
 
@@ -454,6 +434,8 @@ def evaluate(
     resamples: int = 9999,
     threshold: float = 0.0,
     min_overlap: float = 0.4,
+    overlap_rate: str = "shorter",
+    min_run_pairs: float = 0.25,
     run_stat: str = "median",
     warmup: int | str | None = None,
     winsorize: bool = False,
@@ -472,8 +454,9 @@ def evaluate(
     overlap and A/A-vs-m tables. ``warmup``: ``None`` drops the iterations the
     config marked (column ``warmup``), a number or ``"half"`` drops that many per
     run and side instead. ``span``: ``process`` or ``iterations`` for the speedup.
-    ``test`` drives the ``verdicts`` table (``ratio``, ``diff`` or ``utest``, as
-    ``duet compare --test``); the other options are those of
+    ``test`` drives the ``verdicts`` table (``ratio``, ``diff``, ``utest`` or
+    ``utest-pooled``, as ``duet compare --test``); the ``tests`` table has rows of
+    every test. The other options are those of
     :func:`duetbench.analysis.compare`. Random draws come from ``seed``.
     """
     if not isinstance(df, pd.DataFrame):
@@ -501,6 +484,8 @@ def evaluate(
         resamples=resamples,
         threshold=threshold,
         min_overlap=min_overlap,
+        overlap_rate=overlap_rate,
+        min_run_pairs=min_run_pairs,
         run_stat=run_stat,
         warmup=w,
         winsorize=winsorize,
@@ -509,14 +494,9 @@ def evaluate(
     problems: list[str] = []
 
     # the verdict table of `duet compare` (default grouping, host clustering when needed)
-    vrows = compare(
-        prep, test="ratio" if test == "utest" else test, cluster_by=cluster_by, **copts
-    ).copy()
-    if test == "utest":
-        vrows["verdict"] = _utest_verdicts(vrows, confidence)
-    verdicts = _shape("verdicts", vrows)
+    verdicts = _shape("verdicts", compare(prep, test=test, cluster_by=cluster_by, **copts))
 
-    tests = _shape("tests", _tests_rows(prep, copts, confidence, aa_names))
+    tests = _shape("tests", _tests_rows(prep, copts, aa_names))
     is_aa = tests["aa"].to_numpy(dtype=bool)
     aa_tab = _shape("aa", _verdict_counts(tests.loc[is_aa], ["host", "suite", "method", "test"]))
 
@@ -535,7 +515,7 @@ def evaluate(
         src = drop_warmup(aduet, w) if w else aduet
         frames = []
         for m in m_grid:
-            r = relative_overlap_time(src, m, by=BENCH_KEYS)
+            r = relative_overlap_time(src, m, by=BENCH_KEYS, overlap_rate=overlap_rate)
             r.insert(len(BENCH_KEYS), "min_overlap", m)
             frames.append(r)
         return pd.concat(frames, ignore_index=True)
@@ -548,11 +528,9 @@ def evaluate(
             return _empty("aa_by_overlap")
         frames = []
         for m in m_grid:
-            for t in CI_TESTS:
-                r = compare(sub, test=t, by=KEYS, **{**copts, "min_overlap": m}).copy()
-                r["test"] = t
-                r["min_overlap"] = m
-                frames.append(r)
+            r = compare_tests(sub, CI_TESTS, by=KEYS, **{**copts, "min_overlap": m})
+            r["min_overlap"] = m
+            frames.append(r)
         rows = pd.concat(frames, ignore_index=True)
         return _verdict_counts(rows, ["host", "suite", "method", "test", "min_overlap"])
 
@@ -569,6 +547,8 @@ def evaluate(
                 resamples=resamples,
                 run_stat=run_stat,
                 min_overlap=min_overlap,
+                overlap_rate=overlap_rate,
+                min_run_pairs=min_run_pairs,
                 warmup=w,
                 winsorize=winsorize,
                 seed=seed,
@@ -589,7 +569,7 @@ def evaluate(
             slowed, _ = _prepared(slow_down(base, s), warmup)
             frames.append(slowed.assign(slowdown=s))
         stacked = pd.concat(frames, ignore_index=True)
-        return _tests_rows(stacked, copts, confidence, aa_names, by=(*KEYS, "slowdown"))
+        return _tests_rows(stacked, copts, aa_names, by=(*KEYS, "slowdown"))
 
     mds_detail = _guard("mds_detail", problems, mds_detail_rows)
     mds = _shape("mds", _mds_from_detail(mds_detail, s_grid))
@@ -612,6 +592,8 @@ def evaluate(
         "resamples": int(resamples),
         "threshold": float(threshold),
         "min_overlap": float(min_overlap),
+        "overlap_rate": overlap_rate,
+        "min_run_pairs": float(min_run_pairs),
         "run_stat": run_stat,
         "warmup": "config" if warmup is None else warmup,
         "winsorize": bool(winsorize),

@@ -35,7 +35,7 @@ from .evaluate import (
 from .formatting import rich_text
 
 METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2}
-TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2}
+TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2, "utest-pooled": 3}
 
 
 # ---------------------------------------------------------------------- options
@@ -84,6 +84,8 @@ def run_evaluation(loaded: Loaded, args: argparse.Namespace) -> Evaluation:
         resamples=args.resamples,
         threshold=parse_threshold(args.threshold),
         min_overlap=pairing,
+        overlap_rate=args.overlap_rate,
+        min_run_pairs=args.min_run_pairs,
         run_stat=args.run_stat,
         warmup=parse_warmup(args.warmup),
         winsorize=args.winsorize,
@@ -274,7 +276,7 @@ def render_terminal(ev: Evaluation, loaded: Loaded, console: Any = None) -> None
             verdict(str(r["verdict"])),
             fmt.pct(d.get("ci_width"), digits=2),
             verdict(str(d.get("verdict", "-"))),
-            fmt.pvalue(u.get("p_value")),
+            fmt.pvalue(u.get("rank_p_value")),
             verdict(str(u.get("verdict", "-"))),
         )
     console.print(t)

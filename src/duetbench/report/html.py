@@ -23,15 +23,20 @@ import pandas as pd
 from .. import __version__
 from . import formatting as fmt
 from .compare_cli import HEADERS as VERDICT_HEADERS
-from .compare_cli import Loaded
+from .compare_cli import Loaded, verdict_p
 from .evaluate import Evaluation
 
 SIDE_COLORS = {"A": "#1f77b4", "B": "#ff7f0e"}
 METHOD_COLORS = {"seqn": "#6b6b6b", "aduet": "#2ca02c", "sduet": "#9467bd"}
 METHODS = ("seqn", "aduet", "sduet")
 METHOD_SYMBOLS = {"seqn": "circle", "aduet": "square", "sduet": "diamond"}
-TEST_DASH = {"ratio": "solid", "diff": "dash", "utest": "dot"}
-TEST_NAMES = {"ratio": "ratio CI test", "diff": "difference CI test", "utest": "U test"}
+TEST_DASH = {"ratio": "solid", "diff": "dash", "utest": "dot", "utest-pooled": "dashdot"}
+TEST_NAMES = {
+    "ratio": "ratio CI test",
+    "diff": "difference CI test",
+    "utest": "U test",
+    "utest-pooled": "pooled U test (not calibrated)",
+}
 VERDICT_CLASS = {
     "slower": "v-slower",
     "faster": "v-faster",
@@ -222,7 +227,7 @@ def _verdicts_section(page: _Page, ev: Evaluation) -> None:
                 fmt.duration(r["mean_b_ns"]),
                 fmt.pct(r["change"], signed=True, digits=2),
                 fmt.ci(r["ci_low"], r["ci_high"]),
-                fmt.pvalue(r["p_value"]),
+                fmt.pvalue(verdict_p(r, st["test"])),
                 str(r["runs"]),
                 str(r["pairs"]),
                 _verdict_html(r["verdict"]),
@@ -967,7 +972,7 @@ def _accuracy_section(page: _Page, ev: Evaluation) -> None:
                 fmt.pct(d.get("change"), signed=True, digits=2),
                 fmt.pct(d.get("ci_width"), digits=2),
                 _verdict_html(d.get("verdict", "no data")),
-                fmt.pvalue(u.get("p_value")),
+                fmt.pvalue(u.get("rank_p_value")),
                 _verdict_html(u.get("verdict", "no data")),
             ]
         )
@@ -1354,14 +1359,14 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
             fmt.duration(r["mean_b_ns"]),
             fmt.pct(r["change"], signed=True, digits=2),
             fmt.ci(r["ci_low"], r["ci_high"]),
-            fmt.pvalue(r["p_value"]),
+            fmt.pvalue(verdict_p(r, st["test"])),
             str(r["runs"]),
             icons.get(str(r["verdict"]), str(r["verdict"])),
         ]
         for r in _sorted(ev.verdicts, ["suite", "benchmark", "method"]).to_dict("records")
     ]
     out += _md_table(
-        ["benchmark", "method", "mean A", "mean B", "change", "CI", "p (U)", "runs", "verdict"],
+        ["benchmark", "method", "mean A", "mean B", "change", "CI", "p (rank)", "runs", "verdict"],
         rows,
     )
     if not ev.speedup.empty:
@@ -1398,7 +1403,7 @@ def render_markdown(ev: Evaluation, loaded: Loaded) -> str:
                 str(r["verdict"]),
                 fmt.pct(d.get("ci_width"), digits=2),
                 str(d.get("verdict", "-")),
-                fmt.pvalue(u.get("p_value")),
+                fmt.pvalue(u.get("rank_p_value")),
                 str(u.get("verdict", "-")),
             ]
         )
