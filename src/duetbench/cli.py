@@ -7,9 +7,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import DuetError
+
+if TYPE_CHECKING:
+    from .config.limits import HostCpus
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +55,11 @@ def _add_plan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", action="append", metavar="BENCH")
     p.add_argument("--executor", choices=["local", "docker", "podman"])
     p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument(
+        "--no-cpu-check",
+        action="store_true",
+        help="do not check `cpus:` lists against this host's CPUs (for a plan of cluster runs)",
+    )
     p.set_defaults(func=cmd_plan)
 
 
@@ -60,39 +69,46 @@ def _split_only(only: list[str] | None) -> list[str] | None:
     return [x for o in only for x in o.split(",") if x]
 
 
+def _this_host_cpus(note: str = "") -> HostCpus:
+    from .config.limits import HostCpus
+    from .hosts import available_cpus, host_name
+
+    return HostCpus(host_name(), available_cpus(), note)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from .config import load_config
     from .plan import make_plan
 
-    exp = load_config(args.config, executor=args.executor)
+    note = (
+        "(`duet plan` checks this host; `duet run --cluster` checks each host of the cluster "
+        "instead, and `duet plan --no-cpu-check` plans such runs.)"
+    )
+    host_cpus = None if args.no_cpu_check else _this_host_cpus(note)
+    exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
     plan = make_plan(exp, _split_only(args.only))
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in plan], indent=2))
         return 0
     table = Table(
-        title=f"{exp.name}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
-        f"executor {exp.executor}"
+        title=escape(
+            f"{exp.name}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
+            f"executor {exp.executor}"
+        )
     )
     for col in ("#", "run", "benchmark", "method", "rep", "sides", "cpu slots", "harness"):
         table.add_column(col)
     for r in plan:
         # sides in launch order: "A" or "B" for a seqn run, "AB"/"BA" for a duet
         slots = " ".join(f"{s.pair}:{'-' if s.cpu_slot is None else s.cpu_slot}" for s in r.sides)
-        table.add_row(
-            str(r.index),
-            r.run_id,
-            r.benchmark,
-            r.method,
-            str(r.rep),
-            "".join(r.pairs),
-            slots,
-            r.harness,
-        )
+        cells = (str(r.index), r.run_id, r.benchmark, r.method, str(r.rep), "".join(r.pairs))
+        table.add_row(*map(escape, (*cells, slots, r.harness)))
     Console().print(table)
     return 0
 
@@ -101,7 +117,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
     from .report.progress import RichObserver
 
-    exp = load_config(args.config, executor=args.executor)
+    # runs on a cluster are checked on each host (schedule/cluster.py), not here
+    host_cpus = None if args.cluster else _this_host_cpus()
+    exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
     observer = RichObserver(verbose=args.verbose)
     only = _split_only(args.only)
     if args.cluster:
