@@ -13,6 +13,7 @@ from . import __version__
 from .errors import DuetError
 
 if TYPE_CHECKING:
+    from .config.limits import HostCpus
     from .config.model import Experiment
 
 # Exit statuses of every `duet` command (README.md, "Exit status"; docs/results.md).
@@ -66,6 +67,11 @@ def _add_plan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", action="append", metavar="BENCH")
     p.add_argument("--executor", choices=["local", "docker", "podman"])
     p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument(
+        "--no-cpu-check",
+        action="store_true",
+        help="do not check `cpus:` lists against this host's CPUs (for a plan of cluster runs)",
+    )
     p.set_defaults(func=cmd_plan)
 
 
@@ -73,6 +79,13 @@ def _split_only(only: list[str] | None) -> list[str] | None:
     if not only:
         return None
     return [x for o in only for x in o.split(",") if x]
+
+
+def _this_host_cpus(note: str = "") -> HostCpus:
+    from .config.limits import HostCpus
+    from .hosts import available_cpus, host_name
+
+    return HostCpus(host_name(), available_cpus(), note)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -85,7 +98,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .plan import make_plan
     from .report.formatting import rich_text
 
-    exp = load_config(args.config, executor=args.executor)
+    note = (
+        "(`duet plan` checks this host; `duet run --cluster` checks each host of the cluster "
+        "instead, and `duet plan --no-cpu-check` plans such runs.)"
+    )
+    host_cpus = None if args.no_cpu_check else _this_host_cpus(note)
+    exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
     plan = make_plan(exp, _split_only(args.only))
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in plan], indent=2))
@@ -117,7 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
     from .report.progress import RichObserver
 
-    exp = load_config(args.config, executor=args.executor)
+    # runs on a cluster are checked on each host (schedule/cluster.py), not here
+    host_cpus = None if args.cluster else _this_host_cpus()
+    exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
     observer = RichObserver(verbose=args.verbose)
     only = _split_only(args.only)
     if args.cluster:

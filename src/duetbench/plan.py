@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .config.limits import MAX_RUNS, runs_of_counts
 from .config.model import METHOD_NAMES, Benchmark, Experiment
 from .errors import ConfigError
 
@@ -177,6 +178,15 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 f"--only names unknown benchmark(s) {', '.join(unknown)}; "
                 f"the config has: {', '.join(names)}"
             )
+    total = sum(
+        runs_of_counts(b.reps("seqn"), b.reps("aduet"), b.reps("sduet")) for b in exp.benchmarks
+    )
+    if total > MAX_RUNS:  # load_config says where; this guards experiments built in code
+        raise ConfigError(
+            f"the experiment plans {total:,} runs, more than the {MAX_RUNS:,} an experiment may "
+            "have (docs/config.md, section Limits); lower the repetitions",
+            file=exp.source or None,
+        )
     raw: list[tuple[Benchmark, dict[str, Any]]] = []
     for bench in exp.benchmarks:
         raw.extend((bench, r) for r in _runs_of(exp, bench))

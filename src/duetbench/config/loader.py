@@ -11,6 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+from .limits import (
+    MAX_NAME_LENGTH,
+    MAX_RUNS,
+    HostCpus,
+    cpus_message,
+    runs_of_counts,
+    unusable_cpus,
+)
 from .model import (
     DEFAULT_ARTIFACTS,
     DEFAULT_HANG_TIMEOUT,
@@ -30,26 +38,40 @@ from .schema_models import (
 )
 from .yamlload import LocatedYaml, load_located, loads_located
 
-#: pydantic puts a union member's model name into error locations; they are not keys
-_MODEL_NAMES = frozenset(
-    {"NativeRepetitions", "NativeSide", "NativeBenchmark", "NativeHosts", "NativeExperiment"}
-    | {"ThesisSide", "ThesisBenchmark", "ThesisSection"}
-)
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def load_config(path: str | Path, *, executor: str | None = None) -> Experiment:
-    """Read and validate ``path``; raise :class:`ConfigError` naming file, line and key."""
-    return _from_located(load_located(path), executor)
+def load_config(
+    path: str | Path, *, executor: str | None = None, host_cpus: HostCpus | None = None
+) -> Experiment:
+    """Read and validate ``path``; raise :class:`ConfigError` naming file, line and key.
+
+    With ``host_cpus`` every CPU a `cpus:` list names must be usable on that host.
+    """
+    return _from_located(load_located(path), executor, host_cpus)
 
 
 def loads_config(
-    text: str, file: str | Path = "duet.yml", *, executor: str | None = None
+    text: str,
+    file: str | Path = "duet.yml",
+    *,
+    executor: str | None = None,
+    host_cpus: HostCpus | None = None,
 ) -> Experiment:
-    return _from_located(loads_located(text, file), executor)
+    return _from_located(loads_located(text, file), executor, host_cpus)
 
 
-def _from_located(doc: LocatedYaml, executor: str | None) -> Experiment:
+def _from_located(
+    doc: LocatedYaml, executor: str | None, host_cpus: HostCpus | None = None
+) -> Experiment:
+    exp = _experiment(doc, executor)
+    _check_plan_size(exp, doc)
+    if host_cpus is not None:
+        _check_cpus(exp, doc, host_cpus)
+    return exp
+
+
+def _experiment(doc: LocatedYaml, executor: str | None) -> Experiment:
     data = doc.data
     if not isinstance(data, dict) or not data:
         raise ConfigError(
@@ -94,6 +116,63 @@ def _from_located(doc: LocatedYaml, executor: str | None) -> Experiment:
     return exp
 
 
+def _where(doc: LocatedYaml, exp: Experiment, name: str, keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """The key path that sets one of ``keys`` for benchmark ``name`` (its own, else the
+    inherited one), else the benchmark's section."""
+    if exp.format == "native":
+        levels: list[tuple[str, ...]] = [("benchmarks", name), ("defaults",), ("experiment",)]
+    else:
+        levels = [(name,), ("duetbench",)]
+    for level in levels:
+        for key in keys:
+            if level + (key,) in doc.lines:
+                return level + (key,)
+    return levels[0]
+
+
+_REPETITION_KEYS = (
+    "repetitions",
+    "duet_repetitions",
+    "syncduet_repetitions",
+    "sequential_repetitions",
+)
+
+
+def _check_plan_size(exp: Experiment, doc: LocatedYaml) -> None:
+    sizes = {
+        b.name: runs_of_counts(b.reps("seqn"), b.reps("aduet"), b.reps("sduet"))
+        for b in exp.benchmarks
+    }
+    total = sum(sizes.values())
+    if total <= MAX_RUNS:
+        return
+    name = max(sizes, key=lambda n: sizes[n])
+    bench = exp.benchmark(name)
+    path = _where(doc, exp, name, _REPETITION_KEYS)
+    raise ConfigError(
+        f"the experiment plans {total:,} runs, more than the {MAX_RUNS:,} an experiment may "
+        f"have (docs/config.md, section Limits); benchmark '{name}' plans {sizes[name]:,} "
+        f"(seqn {bench.reps('seqn'):,} x 2, aduet {bench.reps('aduet'):,}, sduet "
+        f"{bench.reps('sduet'):,}). Lower the repetitions or split the experiment.",
+        file=doc.file,
+        line=doc.line_of(path),
+        key=".".join(map(str, path)),
+    )
+
+
+def _check_cpus(exp: Experiment, doc: LocatedYaml, here: HostCpus) -> None:
+    for bench in exp.benchmarks:
+        missing = unusable_cpus(bench.cpus, here.cpus)
+        if missing:
+            path = _where(doc, exp, bench.name, ("cpus",))
+            raise ConfigError(
+                cpus_message(bench.name, missing, here),
+                file=doc.file,
+                line=doc.line_of(path),
+                key=".".join(map(str, path)),
+            )
+
+
 def _replace(exp: Experiment, **kw: Any) -> Experiment:
     from dataclasses import replace
 
@@ -109,7 +188,7 @@ def _validate(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, model, doc, prefix, what) from None
+        raise _config_error(exc, model, data, doc, prefix, what) from None
 
 
 def _submodel(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
@@ -141,27 +220,28 @@ def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(cur.model_fields) if cur is not None else []
 
 
-def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A pydantic error location as config keys: without the union member tags pydantic
-    adds ("function-before[...]", "int", "NativeRepetitions", ...)."""
-    return tuple(
-        p
-        for p in loc
-        if not (
-            isinstance(p, str)
-            and (
-                "[" in p
-                or p in ("int", "str")
-                or p.startswith(("function-", "literal"))
-                or p in _MODEL_NAMES
-            )
-        )
-    )
+def _clean_loc(loc: tuple[Any, ...], data: Any, keep_last: bool = False) -> tuple[Any, ...]:
+    """A pydantic error location as config keys: the parts that are keys (or list
+    indices) of ``data``, without the union member tags pydantic adds
+    ("function-before[...]", "int", "NativeRepetitions", ...). ``keep_last``: the last
+    part is a key even though ``data`` lacks it (a missing key)."""
+    out: list[Any] = []
+    cur = data
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            cur = cur[part]
+        elif not (keep_last and i == len(loc) - 1):
+            continue
+        out.append(part)
+    return tuple(out)
 
 
 def _config_error(
     exc: ValidationError,
     model: type[BaseModel],
+    data: Any,
     doc: LocatedYaml,
     prefix: tuple[str, ...],
     what: str,
@@ -170,15 +250,23 @@ def _config_error(
     # the most useful error first: unknown keys and missing keys before type noise
     # (a union's own value error says more than "should be a dictionary" of its other member)
     rank = {"extra_forbidden": 0, "missing": 1, "value_error": 2}
-    errors.sort(key=lambda e: (rank.get(e["type"], 3), doc.line_of(prefix + tuple(e["loc"])) or 0))
+    # (among a union's members at one line, the deepest location: `[-1]` in a CPU list says
+    # more than "should be 'auto' or 'none'")
+    errors.sort(
+        key=lambda e: (
+            rank.get(e["type"], 3),
+            doc.line_of(prefix + tuple(e["loc"])) or 0,
+            -len(_clean_loc(e["loc"], data)),
+        )
+    )
     first = errors[0]
-    loc = _clean_loc(first["loc"])
+    etype = first["type"]
+    loc = _clean_loc(first["loc"], data, keep_last=etype in ("extra_forbidden", "missing"))
     path = prefix + tuple(loc)
     line = doc.line_of(path)
     dotted = ".".join(str(p) for p in path)
-    etype = first["type"]
     if etype == "extra_forbidden":
-        key = str(loc[-1])
+        key = _key_text(loc[-1])
         known = _known_keys(model, loc[:-1])
         close = difflib.get_close_matches(key, known, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
@@ -200,16 +288,34 @@ def _config_error(
             msg = f"required key '{key}' is missing in {what}."
     else:
         got = first.get("input")
-        shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
+        shown = _shown(got)
         text = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
         if got is None and first["type"] in ("model_type", "dict_type", "model_attributes_type"):
             msg = f"`{loc[-1] if loc else dotted}:` is empty; it needs a mapping of settings here."
         else:
             msg = f"{text} (got {shown})."
-    more = len({_clean_loc(e["loc"]) for e in errors}) - 1  # a union's members: one problem
+    more = len({_clean_loc(e["loc"], data) for e in errors}) - 1  # a union's members: one problem
     if more:
         msg += f" ({more} more problem{'s' if more > 1 else ''} after this one.)"
     return ConfigError(msg, file=doc.file, line=line, key=dotted)
+
+
+def _key_text(key: Any) -> str:
+    """A key of the config as an error message shows it: short and printable."""
+    text = str(key)
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: short, whatever the config holds."""
+    if isinstance(value, dict | list):
+        return type(value).__name__
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _describe(path: tuple[Any, ...], what: str) -> str:
@@ -592,9 +698,19 @@ def _cpus_value(v: Any) -> str | tuple[int, ...]:
 
 
 def _check_name(name: str, doc: LocatedYaml, path: tuple[Any, ...]) -> None:
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(
+            f"benchmark name '{name[:30]}...' has {len(name)} characters; it may have at most "
+            f"{MAX_NAME_LENGTH}: it names the directories of the benchmark's runs "
+            "(docs/config.md, section Limits). Shorten it",
+            file=doc.file,
+            line=doc.line_of(path),
+            key=".".join(map(str, path)),
+        )
     if not _NAME_OK.match(name):
         raise ConfigError(
-            f"benchmark name '{name}' can only use letters, digits and _ . + - (it names directories)",
+            f"benchmark name '{_key_text(name)}' can only use letters, digits and _ . + - "
+            "(it names directories)",
             file=doc.file,
             line=doc.line_of(path),
             key=".".join(map(str, path)),

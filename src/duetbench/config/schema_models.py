@@ -4,30 +4,47 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+)
+
+from .limits import (
+    MAX_CORES,
+    MAX_CPU,
+    MAX_DURATION_S,
+    MAX_ITERATIONS,
+    MAX_RETRIES,
+    MAX_RUNS,
+    MAX_SEED,
+    MIN_DURATION_S,
+)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
 _UNITS = {None: 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
 def _duration(v: Any) -> Any:
-    """Accept 30, 2.5, "90s", "500ms", "5m", "1h" (seconds)."""
+    """Accept 30, 2.5, "90s", "500ms", "5m", "1h" (seconds), from 1 ms to 30 days."""
     if isinstance(v, bool):
         raise ValueError("expected a duration such as 30, '90s' or '5m', not a boolean")
     if isinstance(v, int | float):
-        if v <= 0:
-            raise ValueError("a duration must be positive")
-        return float(v)
+        return _seconds(v)
     if isinstance(v, str):
-        m = _DURATION.match(v)
+        # the length bound keeps the pattern's matching linear-time short
+        m = _DURATION.match(v) if len(v) <= 40 else None
         if not m:
-            raise ValueError(f"'{v}' is not a duration; write e.g. 30, '90s', '500ms' or '5m'")
-        seconds = float(m.group(1)) * _UNITS[m.group(2)]
-        if seconds <= 0:
-            raise ValueError("a duration must be positive")
-        return seconds
+            shown = v if len(v) <= 40 else v[:37] + "..."
+            raise ValueError(f"'{shown}' is not a duration; write e.g. 30, '90s', '500ms' or '5m'")
+        return _seconds(float(m.group(1)) * _UNITS[m.group(2)])
     raise ValueError("expected a duration such as 30, '90s' or '5m'")
 
 
@@ -43,6 +60,21 @@ def _hang_timeout(v: Any) -> Any:
 _OFF = ("off", "no", "none", "false", "0")
 
 
+def _seconds(seconds: float) -> float:
+    """``seconds`` within the bounds; an int stays exact (float() of 10**400 overflows)."""
+    if seconds != seconds:  # NaN
+        raise ValueError("a duration must be a number of seconds, not NaN")
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    if seconds < MIN_DURATION_S:
+        raise ValueError("a duration must be at least 1 ms (docs/config.md, section Limits)")
+    if seconds > MAX_DURATION_S:
+        raise ValueError(
+            "a duration can be at most 30 days ('720h'; docs/config.md, section Limits)"
+        )
+    return float(seconds)
+
+
 def _str_map(v: Any) -> Any:
     if isinstance(v, dict):
         out = {}
@@ -55,6 +87,9 @@ def _str_map(v: Any) -> Any:
 
 
 def _cpus(v: Any) -> Any:
+    if isinstance(v, list):
+        for x in v:
+            _count(x)
     if isinstance(v, str):
         s = v.strip().lower()
         if s in ("auto", "none"):
@@ -105,6 +140,33 @@ def _count(v: Any) -> Any:
     return v
 
 
+def _at_most(limit: int, what: str) -> Callable[[int], int]:
+    """A bound on a whole number, said with the limit; pydantic adds the value."""
+
+    def check(v: int) -> int:
+        if v > limit:
+            raise ValueError(f"{what} can be at most {limit:,} (docs/config.md, section Limits)")
+        return v
+
+    return check
+
+
+def _cpu_list(v: Any) -> Any:
+    if isinstance(v, list):
+        if not v:
+            raise ValueError("the CPU list is empty; list CPU numbers, or write auto or none")
+        twice = sorted({c for c in v if v.count(c) > 1})
+        if twice:
+            raise ValueError(f"CPU {twice[0]} is listed twice; the sides of a duet would share it")
+    return v
+
+
+def _number(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number such as 16, not {str(v).lower()}")
+    return v
+
+
 def _thesis_timeout(v: Any) -> Any:
     """The thesis tool's timeout: seconds, where 0 or less means none (0.0 here)."""
     if isinstance(v, int | float) and not isinstance(v, bool) and v <= 0:
@@ -118,13 +180,38 @@ def _thesis_timeout(v: Any) -> Any:
 Duration = Annotated[float, BeforeValidator(_duration)]
 HangTimeout = Annotated[float, BeforeValidator(_hang_timeout)]  # 0.0: off
 StrMap = Annotated[dict[str, str], BeforeValidator(_str_map)]
-Cpus = Annotated[Literal["auto", "none"] | list[NonNegativeInt], BeforeValidator(_cpus)]
+Cpu = Annotated[
+    NonNegativeInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_CPU, "a CPU number"))
+]
+Cpus = Annotated[
+    Literal["auto", "none"] | Annotated[list[Cpu], AfterValidator(_cpu_list)],
+    BeforeValidator(_cpus),
+]
 StrList = Annotated[list[str], BeforeValidator(_str_list)]
 Text = Annotated[str, BeforeValidator(_text)]
 Command = Annotated[str, BeforeValidator(_command)]
-Count = Annotated[NonNegativeInt, BeforeValidator(_count)]
+Count = Annotated[
+    NonNegativeInt,
+    BeforeValidator(_count),
+    AfterValidator(_at_most(MAX_RUNS, "a repetition count")),
+]
+Iterations = Annotated[
+    PositiveInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_ITERATIONS, "iterations"))
+]
+Seed = Annotated[
+    NonNegativeInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_SEED, "the seed"))
+]
+Retries = Annotated[
+    NonNegativeInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_RETRIES, "retries"))
+]
+Cores = Annotated[
+    PositiveInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_CORES, "a number of cores"))
+]
 ThesisTimeout = Annotated[float, BeforeValidator(_thesis_timeout)]
-Warmup = Literal["half"] | NonNegativeInt
+WarmupCount = Annotated[
+    NonNegativeInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_ITERATIONS, "warmup"))
+]
+Warmup = Literal["half"] | WarmupCount
 Schedule = Literal["sequential", "rmit", "randomized_interleaving_trials"]
 
 
@@ -159,7 +246,7 @@ class NativeBenchmark(NativeSide):
     repetitions: NativeRepetitions | Count | None = None
     timeout: Duration | None = None
     hang_timeout: HangTimeout | None = None
-    iterations: PositiveInt | None = None
+    iterations: Iterations | None = None
     time_budget: Duration | None = None
     warmup: Warmup | None = None
     busy_shorter_side: bool | None = None
@@ -182,7 +269,7 @@ def _regex_list(v: Any) -> Any:
 
 
 RegexList = Annotated[list[str], BeforeValidator(_regex_list)]
-PositiveNumber = Annotated[float, Field(gt=0)]
+PositiveNumber = Annotated[float, BeforeValidator(_number), Field(gt=0, allow_inf_nan=False)]
 
 
 class NativeHosts(_Strict):
@@ -195,15 +282,15 @@ class NativeHosts(_Strict):
     machine: RegexList | None = None
     virtualization: RegexList | None = None
     container_engine: RegexList | None = None
-    min_cores: PositiveInt | None = None
-    max_cores: PositiveInt | None = None
+    min_cores: Cores | None = None
+    max_cores: Cores | None = None
     min_memory_gb: PositiveNumber | None = None
     max_memory_gb: PositiveNumber | None = None
 
 
 class NativeExperiment(_Strict):
     name: Text
-    seed: Count = 0  # numpy seeds are non-negative
+    seed: Seed = 0  # numpy seeds are non-negative
     schedule: Schedule = "rmit"
     repetitions: NativeRepetitions | Count | None = None
     timeout: Duration | None = None
@@ -219,7 +306,7 @@ class NativeExperiment(_Strict):
     background: Command | None = None
     setup: Command | None = None
     teardown: Command | None = None
-    retries: NonNegativeInt = 0
+    retries: Retries = 0
     design: Literal["default", "balanced"] = "default"
     hosts: NativeHosts | None = None
 
@@ -267,7 +354,7 @@ class _ThesisInheritable(_Strict):
     verbose: bool | None = None
     # duetbench extensions, usable in the thesis format as well
     harness: Text | None = None
-    iterations: PositiveInt | None = None
+    iterations: Iterations | None = None
     time_budget: Duration | None = None
     warmup: Warmup | None = None
     env: StrMap | None = None
@@ -299,7 +386,7 @@ def _duets(v: Any) -> Any:
 
 class ThesisSection(_ThesisInheritable):
     name: Text | None = None
-    seed: Annotated[NonNegativeInt, BeforeValidator(_count)] | None = None
+    seed: Seed | None = None
     docker_command: Text | None = None
     artifacts: Annotated[dict[str, str], BeforeValidator(_artifacts)] | None = None
     duets: Annotated[list[str], BeforeValidator(_duets)]

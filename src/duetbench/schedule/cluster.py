@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config.limits import HostCpus, cpus_message, unusable_cpus
 from ..config.model import Experiment
 from ..errors import DuetError, ExecutorError
 from ..execute.guarded import run_captured
@@ -156,6 +157,24 @@ def check_host(
             problems.append(
                 f"unknown host requirement '{key}' (known: {', '.join(HOST_REQUIREMENTS)})"
             )
+    return problems
+
+
+def cpu_reasons(exp: Experiment, host: str, info: Mapping[str, Any]) -> list[str]:
+    """Why ``host`` cannot run a benchmark whose `cpus:` list names CPUs it lacks ([] = it can).
+
+    `duet plan` and `duet run` check the `cpus:` lists against their own host; on a cluster
+    each host is checked when its first worker joins.
+    """
+    usable = info.get("cpus_available")
+    if not usable:  # not known: the run itself will tell
+        return []
+    here = HostCpus(host, usable)
+    problems = []
+    for bench in exp.benchmarks:
+        missing = unusable_cpus(bench.cpus, usable)
+        if missing:
+            problems.append(cpus_message(bench.name, missing, here))
     return problems
 
 
@@ -639,7 +658,8 @@ class _Coordinator:
         h = self.hosts.get(name)
         if h is None:
             reasons = check_host(self.exp.hosts, res["info"])
-            h = _Host(name, res["info"], eligible=not reasons, reasons=reasons)
+            pinned = cpu_reasons(self.exp, name, res["info"])
+            h = _Host(name, res["info"], eligible=not (reasons or pinned), reasons=reasons + pinned)
             h.idle_since = time.monotonic()
             self.hosts[name] = h
             if not self.store.host_path(name).exists():
@@ -648,6 +668,8 @@ class _Coordinator:
                 self.note(
                     f"host {name} excluded by the `hosts:` requirements: {'; '.join(reasons)}"
                 )
+            if pinned:
+                self.note(f"host {name} excluded: {'; '.join(pinned)}")
         h.workers.append(w.address)
         h.gone_since = None
         if len(h.workers) > 1:
@@ -713,8 +735,8 @@ class _Coordinator:
         if not any(h.eligible for h in self.hosts.values()):
             detail = "; ".join(f"{h.name}: {', '.join(h.reasons)}" for h in self.hosts.values())
             raise ExecutorError(
-                "no worker's host meets the experiment's `hosts:` requirements "
-                f"({detail or 'no host could be probed'}). Relax `hosts:` or add matching workers."
+                "no worker's host meets the experiment's `hosts:` requirements and `cpus:` lists "
+                f"({detail or 'no host could be probed'}). Relax them or add matching workers."
             )
 
     # ------------------------------------------------------------------ balanced design

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..config.limits import HostCpus, check_cpus_here
 from ..config.model import Experiment
 from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
@@ -261,6 +262,8 @@ def _run_locked(
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
     executor = get_executor(exp.executor, settings=exp.to_dict().get("container"))
+    here = HostCpus(executor.host, executor.host_cpus)
+    check_cpus_here(((b.name, b.cpus) for b in exp.benchmarks), here, exp.source)
     base_dir = str(Path(exp.source).resolve().parent) if exp.source else os.getcwd()
     # the experiment's setup may build what the runs need (e.g. a container image): first of all
     run_setup_command(exp.setup, base_dir)
