@@ -279,5 +279,8 @@ def test_deadlocked_container_side_is_hung_busy_one_is_not(tmp_path, image):  # 
     assert status == {"stuck.aduet.000": "hung", "busy.aduet.000": "ok"}, r.stderr
     assert r.returncode == 4
     stuck = json.loads((root / "runs" / "stuck.aduet.000" / "run.json").read_text())
-    assert "side A used" in stuck["message"] and "side B had finished" in stuck["message"]
+    # B (`true`) has usually finished by then; on a busy host its `podman exec` may still be
+    # starting, idle too -- either way A is named as idle
+    assert "side A used" in stuck["message"], stuck["message"]
+    assert "side B had finished" in stuck["message"] or "side B used" in stuck["message"]
     assert_nothing_left(name)
