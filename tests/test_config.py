@@ -609,10 +609,10 @@ def test_plan_table_shows_each_runs_sides_and_cpu_slots():
 def test_thesis_engine_without_docker_command_follows_what_is_installed(
     write_config, monkeypatch, installed, engine
 ):
-    import duetbench.config.loader as loader
+    import duetbench.config.thesis as thesis
 
     monkeypatch.setattr(
-        loader.shutil, "which", lambda name: f"/usr/bin/{name}" if name in installed else None
+        thesis.shutil, "which", lambda name: f"/usr/bin/{name}" if name in installed else None
     )
     exp = load_config(write_config(THESIS_LISTING_1))
     assert exp.executor == engine

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from duetbench.commands.noise import register
 from duetbench.errors import DuetError
-from duetbench.noise import NoisyNeighbour, patterns, register_cli
+from duetbench.noise import NoisyNeighbour, patterns
 
 BACKENDS = ["stress-ng", "python"]
 WORKER_NAMES = ("stress-ng-cpu", "stress-ng-strea", "duet-noise-cpu", "duet-noise-mem")
@@ -153,7 +154,7 @@ def test_bad_arguments_are_user_errors() -> None:
 
 def test_print_schedule_cli() -> None:
     parser = argparse.ArgumentParser(prog="duet")
-    register_cli(parser.add_subparsers())
+    register(parser.add_subparsers())
     args = parser.parse_args(
         ["noise", "--pattern", "mixed", "--seed", "5", "--duration", "20", "--print-schedule"]
     )
@@ -291,9 +292,9 @@ def test_parent_signal_stops_neighbour(sig: int, rc: int) -> None:
 def test_cli_runs_until_signal_and_cleans_up(sig: int) -> None:
     code = """
         import argparse, sys
-        from duetbench.noise import register_cli
+        from duetbench.commands.noise import register
         p = argparse.ArgumentParser(prog="duet")
-        register_cli(p.add_subparsers())
+        register(p.add_subparsers())
         a = p.parse_args(["noise", "--pattern", "cpu", "--seed", "4", "--intensity", "0.2",
                           "--cpus", "0", "--on", "9:9"])
         sys.exit(a.func(a))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .commands import noise as noise_command
 from .errors import DuetError
 
 if TYPE_CHECKING:
@@ -185,7 +186,11 @@ def _compare_after_run(root: Path) -> None:
     print_verdicts_after_run(root)
 
 
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_add_run, _add_plan]
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_run,
+    _add_plan,
+    noise_command.register,
+]
 
 
 def _optional_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
@@ -193,7 +198,6 @@ def _optional_registrars() -> list[Callable[[argparse._SubParsersAction], None]]
     found = []
     for mod in (
         "duetbench.report.compare_cli",
-        "duetbench.noise",
         "duetbench.report.evaluate_cli",
         "duetbench.report.hosts_cli",
     ):

@@ -33,8 +33,6 @@ removes whatever is left when its pipe from ``duet run`` closes, however
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import posixpath
 import re
@@ -51,47 +49,29 @@ from typing import Any
 from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
-from .driver import _SHELL_CHARS, substitute_sync_dir
+from .container_cleanup import ContainerGuard, Owner, labels, proc_start, reap_dead_owners
+from .container_engine import (
+    ENGINE_TIMEOUT,
+    KEEPALIVE,
+    PULL_TIMEOUT,
+    Engine,
+    communicate,
+    container_argv,
+    engine_hint,
+    engine_run,
+    make_engine,
+    option_words,
+    tail,
+)
+from .driver import substitute_sync_dir
 from .hang import CgroupCpu, CpuProbe
 from .local import LocalExecutor, ReadyTimeout, RunOutcome, expand_results, resolve_cpus, side_cpus
 
 MOUNT_DIR = "/.duetbench"
 HARNESS_IN = f"{MOUNT_DIR}/harness.sh"
 SYNC_SH_IN = f"{MOUNT_DIR}/duet_sync.sh"
-ENGINE_TIMEOUT = 120.0  # seconds for one engine command (run, cp, rm...)
-PULL_TIMEOUT = 900.0
-
-#: pid 1 of every container: sleeps; on SIGTERM it passes the signal to every other
-#: process in the container, waits until they are gone, then exits (the engine's
-#: stop timeout SIGKILLs whatever remains).
-KEEPALIVE = (
-    "trap 'kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.05; done; "
-    "exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
-)
-
 _NAME_BAD = re.compile(r"[^a-zA-Z0-9_.-]+")
 _NOT_FOUND = ("no such file", "could not be found", "not found")
-
-
-@dataclass(frozen=True)
-class Engine:
-    """The engine command (with its global options) and its kind (flags differ)."""
-
-    argv: tuple[str, ...]
-    kind: str  # podman | docker
-
-    def __call__(self, *args: str) -> list[str]:
-        return [*self.argv, *args]
-
-    def rm(self, *names: str) -> list[str]:
-        return (
-            self("rm", "-f", "-t", "0", *names)
-            if self.kind == "podman"
-            else self("rm", "-f", *names)
-        )
-
-    def stop(self, grace: float, *names: str) -> list[str]:
-        return self("stop", "-t", str(max(0, math.ceil(grace))), *names)
 
 
 @dataclass
@@ -108,42 +88,6 @@ class _RunState:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _words(options: Any) -> list[str]:
-    """Options from the config: a list of strings, each split like a shell would."""
-    if not options:
-        return []
-    if isinstance(options, str):
-        options = [options]
-    out: list[str] = []
-    for o in options:
-        out.extend(shlex.split(str(o)))
-    return out
-
-
-def make_engine(settings: dict[str, Any] | None, default_kind: str = "podman") -> Engine:
-    """``engine`` (a command, default the executor's name) plus ``global_options``."""
-    settings = settings or {}
-    argv = shlex.split(settings.get("engine") or default_kind)
-    if not argv:
-        argv = [default_kind]
-    kind = default_kind if default_kind in ("podman", "docker") else "podman"
-    for word in argv:
-        base = Path(word).name
-        if base in ("podman", "docker"):
-            kind = base
-            break
-    return Engine((*argv, *_words(settings.get("global_options"))), kind)
-
-
-def _proc_start(pid: int) -> str:
-    """The process's start time (clock ticks since boot): with the pid, identifies a process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
 def _selinux_enforcing() -> bool:
     try:
         return Path("/sys/fs/selinux/enforce").read_text().strip() == "1"
@@ -153,78 +97,6 @@ def _selinux_enforcing() -> bool:
 
 def _package_file(name: str, package: str = __package__ or "duetbench.execute") -> str:
     return str(resources.files(package).joinpath(name))
-
-
-def _container_argv(command: str) -> list[str]:
-    """Plain words run directly (PATH lookup in the container); shell syntax through /bin/sh."""
-    if _SHELL_CHARS.search(command):
-        return ["/bin/sh", "-c", command]
-    words = shlex.split(command)
-    return words or ["/bin/sh", "-c", command]
-
-
-def _tail(text: str, limit: int = 1500) -> str:
-    text = text.strip()
-    return text[-limit:]
-
-
-def _engine_run(
-    argv: list[str], timeout: float = ENGINE_TIMEOUT, *, shield: bool = True
-) -> subprocess.CompletedProcess[str]:
-    """Run an engine command in its own process group (a terminal's Ctrl-C does not reach it).
-
-    With ``shield``, a KeyboardInterrupt while it runs is held until it has finished:
-    a half-done ``run`` or ``rm`` is what leaves containers behind.
-    """
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            process_group=0,
-        )
-    except OSError as exc:
-        return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: {exc.strerror}")
-    return _communicate(proc, timeout, shield=shield)
-
-
-def _communicate(
-    proc: subprocess.Popen[str], timeout: float, *, shield: bool = True
-) -> subprocess.CompletedProcess[str]:
-    deadline = time.monotonic() + timeout
-    interrupted: BaseException | None = None
-    while True:
-        try:
-            out, err = proc.communicate(timeout=max(0.01, deadline - time.monotonic()))
-            break
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            err = (err or "") + f"\n(timed out after {timeout:g} s)"
-            break
-        except KeyboardInterrupt as exc:
-            if not shield:
-                proc.kill()
-                proc.communicate()
-                raise
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out or "", err or "")
-
-
-def _hint(stderr: str) -> str:
-    if "setting rlimit" in stderr or "rlimit" in stderr and "permission denied" in stderr.lower():
-        return (
-            " -- the engine cannot set the default ulimits on this host; add "
-            "`run_options: [--ulimit nofile=1024:1024, --ulimit nproc=4096:4096]` or configure "
-            "containers.conf (docs/containers.md, 'Sandboxed hosts')"
-        )
-    if "cgroup" in stderr.lower() and "systemd" in stderr.lower():
-        return " -- try `engine_options: [--cgroup-manager=cgroupfs]` (docs/containers.md)"
-    return ""
 
 
 class ContainerExecutor(LocalExecutor):
@@ -243,7 +115,7 @@ class ContainerExecutor(LocalExecutor):
         self.name = self.engine.kind
         self.session = uuid.uuid4().hex[:12]
         self.owner = os.getpid()
-        self.owner_start = _proc_start(self.owner)
+        self.owner_start = proc_start(self.owner)
         self.harness_path = _package_file("container_harness.sh")
         self.guard_path = _package_file("container_guard.sh")
         self.sync_sh_path = _package_file("duet_sync.sh", "duetbench.sync")
@@ -252,7 +124,7 @@ class ContainerExecutor(LocalExecutor):
         self.experiment = ""  # for the labels of the artifact containers
         self._runs: dict[str, _RunState] = {}
         self._active: _RunState | None = None
-        self._guard: subprocess.Popen[bytes] | None = None
+        self._guard: ContainerGuard | None = None
         self._started = False
         self._per_run = False  # no start/end_experiment around the runs: guard per run
         self._count = 0
@@ -279,84 +151,24 @@ class ContainerExecutor(LocalExecutor):
     def end_experiment(self) -> None:
         """Close the guard's pipe: it sweeps this session's containers (normally none) and exits."""
         guard, self._guard = self._guard, None
-        if guard is None:
-            return
-        try:
-            if guard.stdin is not None:
-                guard.stdin.close()
-        except OSError:
-            pass
-        try:
-            guard.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pass
-        except KeyboardInterrupt:  # it finishes on its own; it is in its own session
-            pass
+        if guard is not None:
+            guard.close()
 
     def _ensure_guard(self) -> None:
         """Start the guard before the session's first container (see container_guard.sh)."""
-        if self._guard is not None:
-            return
-        self._guard = subprocess.Popen(
-            ["/bin/sh", self.guard_path, self.session, self.engine.kind, "--", *self.engine.argv],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        if self._guard is None:
+            self._guard = ContainerGuard(self.guard_path, self.session, self.engine)
 
     def _tell_guard(self, pid: int) -> None:
-        guard = self._guard
-        if guard is None or guard.stdin is None:
-            return
-        try:
-            guard.stdin.write(f"wait {pid}\n".encode())
-            guard.stdin.flush()
-        except OSError:
-            pass
+        if self._guard is not None:
+            self._guard.watch(pid)
 
     def reap_dead_owners(self) -> list[str]:
         """Remove containers of this host whose ``duet run`` is gone; return their names.
 
         Containers kept on purpose (``remove_containers: false``) are only stopped.
         """
-        ps = _engine_run(
-            self.engine(
-                "ps", "-a", "-q", "--filter", "label=duetbench=1",
-                "--filter", f"label=duetbench.host={self.host}",
-            ),
-            shield=False,
-        )  # fmt: skip
-        ids = ps.stdout.split()
-        if ps.returncode != 0 or not ids:
-            return []
-        info = _engine_run(
-            self.engine("inspect", "--format", "{{.Name}}\t{{json .Config.Labels}}", *ids)
-        )
-        remove, stop = [], []
-        for line in info.stdout.splitlines():
-            name, _, labels_text = line.partition("\t")
-            try:
-                labels = json.loads(labels_text) or {}
-            except json.JSONDecodeError:
-                continue
-            try:
-                owner = int(labels.get("duetbench.owner", ""))
-            except ValueError:
-                continue
-            alive = Path(f"/proc/{owner}").exists() and (
-                _proc_start(owner) == labels.get("duetbench.owner_start", _proc_start(owner))
-            )
-            if alive:
-                continue
-            (remove if labels.get("duetbench.remove", "1") == "1" else stop).append(
-                name.lstrip("/")
-            )
-        if remove:
-            _engine_run(self.engine.rm(*remove))
-        if stop:
-            _engine_run(self.engine.stop(1, *stop))
-        return remove
+        return reap_dead_owners(self.engine, self.host)
 
     def _check_images(self, plan: list[RunSpec]) -> None:
         problems = []
@@ -383,18 +195,18 @@ class ContainerExecutor(LocalExecutor):
                 continue
             meta = self._inspect_image(image)
             if meta is None:
-                pull = _engine_run(self.engine("pull", image), PULL_TIMEOUT, shield=False)
+                pull = engine_run(self.engine("pull", image), PULL_TIMEOUT, shield=False)
                 meta = self._inspect_image(image) if pull.returncode == 0 else None
                 if meta is None:
                     raise ExecutorError(
                         f"image '{image}' is not available to {' '.join(self.engine.argv)} and "
-                        f"could not be pulled: {_tail(pull.stderr, 400) or pull.returncode}. "
+                        f"could not be pulled: {tail(pull.stderr, 400) or pull.returncode}. "
                         "Build or load it first (docs/containers.md)."
                     )
             self.images[image] = meta
 
     def _inspect_image(self, image: str) -> dict[str, str] | None:
-        p = _engine_run(
+        p = engine_run(
             self.engine("image", "inspect", "--format", "{{.Id}}\t{{.Config.WorkingDir}}", image),
             shield=False,
         )
@@ -405,7 +217,7 @@ class ContainerExecutor(LocalExecutor):
 
     def host_info(self, artifacts: Any) -> dict[str, Any]:
         """The engine, and per image its id and the artifact commands' output inside it."""
-        version = _engine_run(self.engine("--version"), shield=False)
+        version = engine_run(self.engine("--version"), shield=False)
         images: dict[str, Any] = {}
         for image, meta in self.images.items():
             entry: dict[str, Any] = {"id": meta["id"], "workdir": meta["workdir"]}
@@ -417,7 +229,7 @@ class ContainerExecutor(LocalExecutor):
                 "engine": list(self.engine.argv),
                 "kind": self.engine.kind,
                 "version": version.stdout.strip(),
-                "run_options": _words(self.settings.get("run_options")),
+                "run_options": option_words(self.settings.get("run_options")),
                 "images": images,
             }
         }
@@ -427,17 +239,17 @@ class ContainerExecutor(LocalExecutor):
         name = self._container_name("artifacts", self.experiment, "")
         argv = self.engine(
             "run", "-d", "--name", name, *self._labels(self.experiment, "", "", remove=True),
-            "--entrypoint", "/bin/sh", *_words(self.settings.get("run_options")),
+            "--entrypoint", "/bin/sh", *option_words(self.settings.get("run_options")),
             image, "-c", KEEPALIVE,
         )  # fmt: skip
-        started = _engine_run(argv)
+        started = engine_run(argv)
         try:
             if started.returncode != 0:
-                msg = _tail(started.stderr, 400) + _hint(started.stderr)
+                msg = tail(started.stderr, 400) + engine_hint(started.stderr)
                 return {"error": f"the container did not start: {msg}"}
             return run_artifacts(artifacts, prefix=self.engine("exec", name))
         finally:
-            _engine_run(self.engine.rm(name))
+            engine_run(self.engine.rm(name))
 
     # ------------------------------------------------------------------ one run
     def _state(self, spec: RunSpec) -> _RunState:
@@ -447,7 +259,7 @@ class ContainerExecutor(LocalExecutor):
             st = _RunState(
                 engine=make_engine(settings, self.default_kind),
                 remove=bool(settings.get("remove_containers", True)),
-                run_options=_words(settings.get("run_options")),
+                run_options=option_words(settings.get("run_options")),
             )
             self._runs[spec.run_id] = st
         return st
@@ -459,24 +271,8 @@ class ContainerExecutor(LocalExecutor):
         return "-".join(["duet", *parts, f"{self.session}{self._count}"])
 
     def _labels(self, experiment: str, run_id: str, pair: str, *, remove: bool) -> list[str]:
-        labels = {
-            "duetbench": "1",
-            "duetbench.owner": str(self.owner),
-            "duetbench.owner_start": self.owner_start,
-            "duetbench.host": self.host,
-            "duetbench.session": self.session,
-            "duetbench.remove": "1" if remove else "0",
-        }
-        if experiment:
-            labels["duetbench.experiment"] = experiment
-        if run_id:
-            labels["duetbench.run"] = run_id
-        if pair:
-            labels["duetbench.pair"] = pair
-        out = []
-        for k, v in labels.items():
-            out += ["--label", f"{k}={v}"]
-        return out
+        owner = Owner(self.owner, self.owner_start, self.host, self.session)
+        return labels(owner, experiment, run_id, pair, remove=remove)
 
     def _mounts(self, spec: RunSpec, side: SideSpec, run_dir: Path) -> list[str]:
         z = ",z" if _selinux_enforcing() else ""
@@ -557,9 +353,9 @@ class ContainerExecutor(LocalExecutor):
                 self._tell_guard(procs[side.pair].pid)
         finally:  # even on Ctrl-C: let every `run` finish, so that after_run can remove it
             for pair, proc in procs.items():
-                res = _communicate(proc, ReadyTimeout)
+                res = communicate(proc, ReadyTimeout)
                 if res.returncode != 0:
-                    st.start_errors[pair] = _tail(res.stderr, 800) + _hint(res.stderr)
+                    st.start_errors[pair] = tail(res.stderr, 800) + engine_hint(res.stderr)
             st.timings["start_s"] = round(time.monotonic() - t0, 3)
         if spec.hang_timeout:
             self._find_init_pids(st)
@@ -570,7 +366,7 @@ class ContainerExecutor(LocalExecutor):
         pairs = [p for p in st.names if p not in st.start_errors]
         if not pairs:
             return
-        p = _engine_run(
+        p = engine_run(
             st.engine("inspect", "--format", "{{.State.Pid}}", *(st.names[x] for x in pairs))
         )
         values = p.stdout.split()
@@ -634,7 +430,7 @@ class ContainerExecutor(LocalExecutor):
                 args += ["-d", d["own_done_file"]]
             if d.get("sync"):
                 args.append("-s")
-            argv = _container_argv(side.command)
+            argv = container_argv(side.command)
             d["harness"] = "container-loop"
             d["count_iterations"] = True
         else:
@@ -677,7 +473,7 @@ class ContainerExecutor(LocalExecutor):
             super()._terminate(drivers, grace, side_info)
         finally:
             if stopper is not None:
-                _communicate(stopper, grace + ENGINE_TIMEOUT)
+                communicate(stopper, grace + ENGINE_TIMEOUT)
 
     def collect(
         self, spec: RunSpec, side: SideSpec, side_dir: Path, cwd: str
@@ -699,13 +495,13 @@ class ContainerExecutor(LocalExecutor):
                 continue
             dst = side_dir / "results"
             dst.mkdir(exist_ok=True)
-            p = _engine_run(st.engine("cp", f"{name}:{inner}", f"{dst}/"))
+            p = engine_run(st.engine("cp", f"{name}:{inner}", f"{dst}/"))
             if p.returncode == 0:
                 collected.append(f"results/{posixpath.basename(inner)}")
             elif any(s in p.stderr.lower() for s in _NOT_FOUND):
                 missing.append(res)
             else:
-                missing.append(f"{res} ({_tail(p.stderr, 200)})")
+                missing.append(f"{res} ({tail(p.stderr, 200)})")
         return collected, missing
 
     def after_run(self, spec: RunSpec, run_dir: Path) -> None:
@@ -724,7 +520,7 @@ class ContainerExecutor(LocalExecutor):
         names = list(st.names.values())
         argv = st.engine.rm(*names) if st.remove else st.engine.stop(spec.kill_grace, *names)
         for _attempt in range(3):
-            p = _engine_run(argv)
+            p = engine_run(argv)
             errors = [
                 line
                 for line in p.stderr.splitlines()
@@ -733,7 +529,7 @@ class ContainerExecutor(LocalExecutor):
             if p.returncode == 0 or not errors:
                 st.cleanup_error = ""
                 break
-            st.cleanup_error = _tail("\n".join(errors), 500)
+            st.cleanup_error = tail("\n".join(errors), 500)
             time.sleep(0.5)
         st.timings["cleanup_s"] = round(time.monotonic() - t0, 3)
 

@@ -1,0 +1,1 @@
+"""One module per `duet` command: ``register(subparsers)`` and ``run(args) -> int``."""

@@ -1,0 +1,164 @@
+"""The native format: `experiment:`, optional `defaults:`, and `benchmarks:` by name.
+
+A benchmark's own settings win over `defaults:`; `env` maps are merged key by key;
+docs/config.md, "Native format", lists the keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import located_error, validate
+from .fields import check_benchmark_name, cpus_value, experiment_name, hang_value
+from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
+from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
+from .yamlload import LocatedYaml
+
+#: repetitions of a benchmark when neither it nor `experiment:` sets them
+DEFAULT_REPETITIONS = {"seqn": 5, "aduet": 5, "sduet": 0}
+
+
+def load_native(doc: LocatedYaml) -> Experiment:
+    """The experiment of a native-format document."""
+    cfg: NativeConfig = validate(NativeConfig, doc.data, doc, (), "the config")
+    exp = cfg.experiment
+    if not cfg.benchmarks:
+        raise located_error(
+            doc, "`benchmarks:` is empty; add at least one benchmark", ("benchmarks",)
+        )
+    defaults = cfg.defaults.model_dump(exclude_unset=True) if cfg.defaults else {}
+    benchmarks = tuple(
+        _benchmark(doc, name, bench, defaults, cfg) for name, bench in cfg.benchmarks.items()
+    )
+    artifacts = dict(DEFAULT_ARTIFACTS) if exp.default_artifacts else {}
+    artifacts.update(exp.artifacts or {})
+    return Experiment(
+        name=experiment_name(exp.name, doc, ("experiment", "name")),
+        seed=exp.seed,
+        schedule="rmit" if exp.schedule == "randomized_interleaving_trials" else exp.schedule,
+        benchmarks=benchmarks,
+        artifacts=tuple(artifacts.items()),
+        executor=exp.executor,
+        container=ContainerSettings(
+            engine=exp.engine,
+            global_options=tuple(exp.engine_options),
+            run_options=tuple(exp.run_options),
+            remove_containers=exp.remove_containers,
+        ),
+        kill_grace=exp.kill_grace,
+        background=exp.background,
+        setup=exp.setup,
+        teardown=exp.teardown,
+        retries=exp.retries,
+        design=exp.design,
+        hosts=_host_requirements(exp),
+        source=str(doc.file),
+        format="native",
+    )
+
+
+def _merged(defaults: dict[str, Any], own: dict[str, Any]) -> NativeBenchmark:
+    """A benchmark's own settings over `defaults:`."""
+    merged: dict[str, Any] = {**defaults}
+    if "time_budget" in own and "iterations" not in own:
+        merged.pop("iterations", None)  # the benchmark's own budget replaces inherited iterations
+    if "iterations" in own and "time_budget" not in own:
+        merged.pop("time_budget", None)
+    for k, v in own.items():
+        if k == "env":
+            merged["env"] = {**defaults.get("env", {}), **v}
+        else:
+            merged[k] = v
+    return NativeBenchmark.model_validate(merged)
+
+
+def _benchmark(
+    doc: LocatedYaml,
+    name: str,
+    bench: NativeBenchmark,
+    defaults: dict[str, Any],
+    cfg: NativeConfig,
+) -> Benchmark:
+    exp = cfg.experiment
+    check_benchmark_name(name, doc, ("benchmarks", name))
+    own = bench.model_dump(exclude_unset=True)
+    m = _merged(defaults, own)
+    aa = m.B is None
+    a = _side(doc, name, "A", m.A, m, own)
+    b = _side(doc, name, "B", m.B, m, own) if not aa else a
+    if m.repetitions is not None:
+        reps = _reps(m.repetitions)
+    elif exp.repetitions is not None:
+        reps = _reps(exp.repetitions)
+    else:
+        reps = dict(DEFAULT_REPETITIONS)
+    harness = m.harness or ("generic" if (a.results or b.results) else "command")
+    if m.iterations is not None and m.time_budget is not None:
+        raise located_error(
+            doc,
+            f"benchmark '{name}' sets both `iterations` and `time_budget`; keep one",
+            ("benchmarks", name, "time_budget"),
+        )
+    return Benchmark(
+        name=name,
+        sides=(("A", a), ("B", b)),
+        aa=aa,
+        harness=harness,
+        suite=m.suite or (harness if harness != "command" else "command"),
+        repetitions=tuple(reps.items()),
+        timeout=m.timeout if m.timeout is not None else exp.timeout,
+        hang_timeout=hang_value(m.hang_timeout, exp.hang_timeout),
+        iterations=None if m.time_budget is not None else (m.iterations or 10),
+        time_budget=m.time_budget,
+        warmup=m.warmup if m.warmup is not None else 0,
+        busy_shorter_side=bool(m.busy_shorter_side),
+        cpus=cpus_value(m.cpus if m.cpus is not None else "auto"),
+    )
+
+
+def _side(
+    doc: LocatedYaml,
+    name: str,
+    pair: str,
+    s: NativeSide | None,
+    m: NativeBenchmark,
+    own: dict[str, Any],
+) -> Side:
+    """Side ``pair`` of benchmark ``name``: its own keys over the benchmark's."""
+    s = s or NativeSide()
+    command = s.command or m.command
+    if not command:
+        raise located_error(
+            doc,
+            f"benchmark '{name}' has no command for side {pair}. Give `command:` for both sides "
+            f"or `A: {{command: ...}}`" + (" and `B: {command: ...}`" if pair == "B" else "") + ".",
+            ("benchmarks", name, pair),
+            ("benchmarks", name),
+            key=f"benchmarks.{name}" + (f".{pair}" if pair in own else ""),
+        )
+    env = {**(m.env or {}), **(s.env or {})}
+    return Side(
+        command=command,
+        sync_command=s.sync_command or m.sync_command,
+        image=s.image or m.image,
+        results=tuple(s.results if s.results is not None else (m.results or [])),
+        env=tuple(sorted(env.items())),
+        workdir=s.workdir or m.workdir,
+        setup=s.setup or m.setup,
+        teardown=s.teardown or m.teardown,
+        mounts=tuple(s.mounts if s.mounts is not None else (m.mounts or [])),
+    )
+
+
+def _host_requirements(exp: Any) -> tuple[tuple[str, Any], ...]:
+    """``experiment.hosts`` as sorted (key, value) pairs; lists become tuples."""
+    if exp.hosts is None:
+        return ()
+    d = exp.hosts.model_dump(exclude_none=True)
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(d.items()))
+
+
+def _reps(r: NativeRepetitions | int) -> dict[str, int]:
+    if isinstance(r, int):
+        return {"seqn": r, "aduet": r, "sduet": r}
+    return {"seqn": r.seqn, "aduet": r.aduet, "sduet": r.sduet}
