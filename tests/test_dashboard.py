@@ -474,3 +474,11 @@ def test_page_names_are_safe_and_distinct() -> None:
     assert len(names) == 4
     for n in names:
         assert re.fullmatch(r"b/[a-z0-9-]+-[0-9a-f]{10}\.html", n), n
+
+
+def test_json_in_a_script_element_cannot_close_it() -> None:
+    from duetbench.dashboard.pages import script_json
+
+    text = script_json({"a": "</script><!-- & -->", "b": float("nan"), "c": [1.5, float("inf")]})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"a": "</script><!-- & -->", "b": None, "c": [1.5, None]}

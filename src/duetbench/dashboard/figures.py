@@ -480,7 +480,7 @@ def sparkline(view: SeriesView) -> tuple[str, str]:
     n = max(len(s.versions) - 1, 1)
     ys = [p[1] for p in pts] or [0.0]
     lo, hi = min(ys), max(ys)
-    span = max(hi - lo, 1e-3)  # a flat series stays flat, not stretched noise
+    span = max(hi - lo, 0.01)  # a series within 1 % stays flat, not stretched noise
     mid = (hi + lo) / 2
 
     def xy(i: float, y: float) -> tuple[float, float]:

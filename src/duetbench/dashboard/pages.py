@@ -31,6 +31,8 @@ VERDICT_CLASS = {
 }
 #: at most this many regressions are listed at the top of the index
 ATTENTION_LIMIT = 20
+#: the experiments of a benchmark page are listed open up to this many, else folded
+EXPERIMENTS_OPEN = 25
 
 
 def esc(x: Any) -> str:
@@ -431,8 +433,13 @@ def _experiments_section(site: SiteData, b: BenchmarkView) -> str:
             f'<tr><td class="num">#{i.id}</td><td>{esc(i.name)}</td><td>{versions}</td>'
             f"<td>{esc(hosts)}</td><td>{esc(when(e.when_ns))}</td><td>{report}</td></tr>"
         )
-    return (
-        '<section id="experiments"><h2>Experiments</h2><table class="experiments"><thead><tr>'
+    table = (
+        '<table class="experiments"><thead><tr>'
         "<th>#</th><th>name</th><th>versions (A &rarr; B)</th><th>hosts</th><th>ran</th>"
-        "<th>duet report</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></section>"
+        "<th>duet report</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+    shown = " open" if len(rows) <= EXPERIMENTS_OPEN else ""
+    return (
+        f'<section id="experiments"><h2>Experiments</h2><details{shown}><summary>'
+        f"{len(rows)} experiment(s), newest first</summary>{table}</details></section>"
     )

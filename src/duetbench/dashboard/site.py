@@ -30,7 +30,7 @@ from .. import __version__
 from ..atomic import replace_directory
 from ..errors import DuetError
 from ..history import DetectionSettings, Repository
-from .model import PAGES_DIR, gather
+from .model import PAGES_DIR, SiteData, gather
 from .pages import benchmark_page, index_page
 
 MARKER = ".duet-dashboard.json"
@@ -165,7 +165,7 @@ def _build(
     )
 
 
-def _write_site(root: Path, site: Any, title: str) -> int:
+def _write_site(root: Path, site: SiteData, title: str) -> int:
     assets = root / "assets"
     assets.mkdir()
     package = resources.files(__package__) / "assets"
