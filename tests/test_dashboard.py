@@ -433,6 +433,10 @@ def test_refuses_to_replace_what_is_not_a_dashboard(tmp_path: Path) -> None:
     try:  # a relative path, from another working directory
         os.chdir(tmp_path)
         build_dashboard("perf.sqlite", "relative/site")
+        os.chdir(tmp_path / "empty")  # never the directory a shell is in: it would vanish
+        for here in (".", "..", str(tmp_path)):
+            with pytest.raises(DashboardError, match="current directory"):
+                build_dashboard(repo, here)
     finally:
         os.chdir(cwd)
     assert (tmp_path / "relative" / "site" / "index.html").is_file()

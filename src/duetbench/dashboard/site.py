@@ -79,9 +79,20 @@ class DashboardSummary:
         }
 
 
+def _target(out: Path) -> Path:
+    """The directory to replace: absolute, a symlink's target (the link itself stays)."""
+    target = Path(os.path.realpath(out)) if out.is_symlink() else Path(os.path.abspath(out))
+    cwd = Path(os.getcwd())
+    if not target.name or cwd == target or target in cwd.parents:
+        raise DashboardError(
+            f"cannot write the dashboard to {out}: it is the current directory or holds it, "
+            "and the site directory is replaced as a whole; give a new directory (e.g. -o site)"
+        )
+    return target
+
+
 def _check_target(out: Path) -> None:
-    if out.is_symlink():
-        out = Path(os.path.realpath(out))
+    out = _target(out)
     if not out.exists():
         return
     if not out.is_dir():
@@ -129,7 +140,7 @@ def _build(
     site = gather(repo, settings)
     name = Path(site.location).name if "://" not in site.location else site.location
     title = title or f"duetbench dashboard: {name}"
-    target = Path(os.path.realpath(out)) if out.is_symlink() else out
+    target = _target(out)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
