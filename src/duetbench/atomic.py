@@ -7,10 +7,14 @@ is fsynced, and is renamed over the target; then the directory is fsynced. A
 crash (SIGKILL, power loss) at any moment leaves the old file or the new one,
 never a cut one. A crash can leave the temporary file (``.<name>.tmp-<pid>-<random>``)
 behind; it is never read and safe to delete.
+
+A directory written as a whole (``duet dashboard``'s site) is built beside its target and
+put in place by :func:`replace_directory`: readers see the old one or the new one.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -129,3 +133,58 @@ def write_json_atomic(path: str | Path, data: Any) -> Path:
     """Write ``data`` as indented JSON (one trailing newline), atomically."""
     text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
     return write_atomic(path, text)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system or the file system cannot."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def replace_directory(new: str | Path, target: str | Path) -> Path:
+    """Put the directory ``new`` (complete, beside ``target``) in the place of ``target``.
+
+    Readers see the old directory or the new one, never a mix: on Linux the two are
+    swapped by one ``renameat2(RENAME_EXCHANGE)`` and the old one is then deleted. Where
+    that is not available the old one is renamed aside first, so for a moment ``target``
+    is missing (never half-written). ``new`` is fsynced before the swap. Returns ``target``.
+    """
+    import shutil
+
+    new, target = Path(new), _target(Path(target))
+    fsync_tree(new)
+    try:
+        try:
+            os.rename(new, target)  # no target yet (or an empty directory)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                raise
+            if _exchange(new, target):
+                shutil.rmtree(new)  # ``new`` now names the old directory
+            else:
+                old = target.with_name(f".{target.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
+                os.rename(target, old)
+                os.rename(new, target)
+                shutil.rmtree(old)
+    except OSError as exc:
+        raise DuetError(f"cannot replace {target}: {exc.strerror or exc}") from None
+    fsync_dir(target.parent)
+    return target
