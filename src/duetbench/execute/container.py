@@ -53,11 +53,22 @@ from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
 from .driver import _SHELL_CHARS, substitute_sync_dir
 from .hang import CgroupCpu, CpuProbe
-from .local import LocalExecutor, ReadyTimeout, RunOutcome, expand_results, resolve_cpus, side_cpus
+from .local import (
+    LocalExecutor,
+    ReadyTimeout,
+    RunOutcome,
+    expand_results,
+    resolve_cpus,
+    side_cpus,
+    wants_pyperf_shim,
+)
 
 MOUNT_DIR = "/.duetbench"
 HARNESS_IN = f"{MOUNT_DIR}/harness.sh"
 SYNC_SH_IN = f"{MOUNT_DIR}/duet_sync.sh"
+#: the pyperf shim and the handshake client it loads, in the package's own layout
+PYPERF_SHIM_IN = f"{MOUNT_DIR}/sync/pyperf_shim"
+HANDSHAKE_IN = f"{MOUNT_DIR}/micro/handshake.py"
 ENGINE_TIMEOUT = 120.0  # seconds for one engine command (run, cp, rm...)
 PULL_TIMEOUT = 900.0
 
@@ -485,6 +496,11 @@ class ContainerExecutor(LocalExecutor):
             "-v", f"{self.harness_path}:{HARNESS_IN}:ro{z}",
             "-v", f"{self.sync_sh_path}:{SYNC_SH_IN}:ro{z}",
         ]  # fmt: skip
+        if wants_pyperf_shim(spec, side):
+            out += [
+                "-v", f"{_package_file('pyperf_shim', 'duetbench.sync')}:{PYPERF_SHIM_IN}:ro{z}",
+                "-v", f"{_package_file('handshake.py', 'duetbench.micro')}:{HANDSHAKE_IN}:ro{z}",
+            ]  # fmt: skip
         for m in side.mounts:
             src, sep, rest = m.partition(":")
             if sep and src.startswith((".", "~")):  # a host path relative to the config file
@@ -641,12 +657,18 @@ class ContainerExecutor(LocalExecutor):
             command = side.command
             if d.get("sync_dir"):
                 command = substitute_sync_dir(command, d["sync_dir"])
+            if d.get("pyperf_shim"):  # first on the container's own PYTHONPATH (docs/sync.md)
+                command = (
+                    f"PYTHONPATH={PYPERF_SHIM_IN}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                    f"export PYTHONPATH\n{command}"
+                )
             args = ["-1"]
             argv = ["/bin/sh", "-c", command]
         d["command"] = shlex.join(
             ["/bin/sh", HARNESS_IN, *args, "-g", gate["fifo"], "-a", gate["armed"], "--", *argv]
         )
         d["sync_dir"] = None  # `$$` is already replaced
+        d["pyperf_shim"] = None  # the command above sets it inside the container
         d["gate"] = gate
         d["cleanup"] = [st.engine.rm(name) if st.remove else st.engine.stop(1, name)]
         return d

@@ -260,11 +260,13 @@ def done(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def helper_path(kind: Literal["sh", "h"]) -> Path:
-    """Path of the shell (``sh``) or C (``h``) helper shipped with this package."""
-    names = {"sh": "duet_sync.sh", "h": "duet_sync.h"}
+def helper_path(kind: Literal["sh", "h", "pyperf"]) -> Path:
+    """Path of the shell (``sh``) or C (``h``) helper shipped with this package, or of the
+    directory of the pyperf shim (``pyperf``: a ``sitecustomize.py`` to put first on the
+    ``PYTHONPATH`` of pyperf scripts, docs/sync.md)."""
+    names = {"sh": "duet_sync.sh", "h": "duet_sync.h", "pyperf": "pyperf_shim"}
     if kind not in names:
-        raise ValueError(f"kind must be 'sh' or 'h', not {kind!r}")
+        raise ValueError(f"kind must be 'sh', 'h' or 'pyperf', not {kind!r}")
     return Path(str(resources.files(__name__).joinpath(names[kind])))
 
 
@@ -610,8 +612,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("wait", help="signal ready and block until go (no-op without DUET_SYNC_DIR)")
     sub.add_parser("done", help="tell the coordinator this side will not iterate any more")
-    p_path = sub.add_parser("path", help="print the path of the shell or C helper")
-    p_path.add_argument("kind", choices=["sh", "h"])
+    p_path = sub.add_parser(
+        "path", help="print the path of the shell or C helper, or of the pyperf shim's directory"
+    )
+    p_path.add_argument("kind", choices=["sh", "h", "pyperf"])
     p_coord = sub.add_parser(
         "coordinate",
         help="run a coordinator in the foreground until every side is done "
