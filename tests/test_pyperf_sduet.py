@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
@@ -326,3 +327,95 @@ def test_shim_is_installed_with_the_package() -> None:
     shim = helper_path("pyperf")
     assert (shim / "sitecustomize.py").is_file()
     assert sorted(p.name for p in shim.iterdir() if p.suffix == ".py") == ["sitecustomize.py"]
+
+
+def _shim_env(coord: Any, pair: str, out: Path, extra_path: str = "") -> dict[str, str]:
+    path = str(helper_path("pyperf")) + (os.pathsep + extra_path if extra_path else "")
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": path,
+        "DUET_OUTPUT_DIR": str(out),
+        **coord.env(pair),
+    }
+
+
+def test_shim_synchronizes_python_m_pyperf_timeit(tmp_path: Path) -> None:
+    # `python -m pyperf` looks pyperf up before importing it: the shim must still patch it
+    from duetbench.sync import SyncCoordinator
+
+    argv = ["-m", "pyperf", "timeit", "-p", "2", "-n", "2", "-w", "1", "-l", "10", "-q"]
+    with SyncCoordinator.create(tmp_path / "sync") as coord:
+        procs = {}
+        for pair in ("A", "B"):
+            out = tmp_path / pair
+            out.mkdir()
+            stmt = "sum(range(100))" if pair == "A" else "sum(range(4000))"
+            procs[pair] = subprocess.Popen(
+                [sys.executable, *argv, stmt, "-o", str(out / "r.json")],
+                env=_shim_env(coord, pair, out),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        for pair, proc in procs.items():
+            _, err = proc.communicate(timeout=120)
+            coord.side_finished(pair)
+            assert proc.returncode == 0, err
+    assert coord.protocol_errors == []
+    events = coord.go_events
+    assert len(events) == 6 and all(set(e.pairs) == {"A", "B"} for e in events)
+    for pair in ("A", "B"):
+        assert len(_shim_log(tmp_path / pair)) == 6  # 2 workers x (1 warm-up + 2 values)
+
+
+def test_shim_keeps_the_sitecustomize_it_hides_and_is_idle_outside_sduet(tmp_path: Path) -> None:
+    other = tmp_path / "site dir"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text(
+        "import os\nos.environ['HIDDEN_SITECUSTOMIZE'] = 'ran'\n"
+    )
+    code = (
+        "import os, sys, pyperf; "
+        "print(os.environ.get('HIDDEN_SITECUSTOMIZE'), "
+        "getattr(pyperf, '_duetbench_pyperf_shim', False))"
+    )
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.pathsep.join([str(helper_path("pyperf")), str(other)]),
+    }
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ran", "False"]  # no DUET_SYNC_DIR: pyperf untouched
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "DUET_SYNC_DIR": str(tmp_path), "DUET_PAIR": "A"},
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ran", "True"]
+
+
+def test_a_side_can_keep_the_shim_away(tmp_path: Path) -> None:
+    # a script that does the handshake itself sets DUET_PYPERF_SHIM=0 for its side
+    script = _pyperformance_benchmark("bm_richards")
+    cmd = (
+        f"{_q(sys.executable)} {_q(script)} --processes 1 --values 1 --warmups 0 --loops 1 "
+        '--quiet -o "$DUET_OUTPUT_DIR/result.json"'
+    )
+    config = _write_config(
+        tmp_path,
+        {
+            "richards": {
+                "A": {"command": cmd},
+                "B": {"command": cmd, "env": {"DUET_PYPERF_SHIM": "0"}},
+            }
+        },
+        name="optout",
+        repetitions={"seqn": 0, "aduet": 0, "sduet": 1},
+    )
+    r = run_duet("run", str(config), "-o", str(tmp_path / "res"), "--no-compare", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sduet = tmp_path / "res" / "optout" / "runs" / "richards.sduet.000"
+    assert len(_shim_log(sduet / "A")) == 1
+    assert not (sduet / "B" / SHIM_LOG).exists()

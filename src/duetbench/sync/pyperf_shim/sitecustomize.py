@@ -129,16 +129,18 @@ def patch_pyperf(pyperf_module, environ=None) -> None:
 class _PatchingLoader:
     """Runs pyperf's own loader, then patches the module."""
 
-    def __init__(self, inner, environ) -> None:
+    def __init__(self, inner, finder) -> None:
         self.inner = inner
-        self.environ = environ
+        self.finder = finder
 
     def create_module(self, spec):
         return self.inner.create_module(spec)
 
     def exec_module(self, module) -> None:
         self.inner.exec_module(module)
-        patch_pyperf(module, self.environ)
+        patch_pyperf(module, self.finder.environ)
+        if self.finder in sys.meta_path:  # done: pyperf stays in sys.modules
+            sys.meta_path.remove(self.finder)
 
     def __getattr__(self, name):  # get_source, get_filename, is_package, ...
         return getattr(self.inner, name)
@@ -151,19 +153,22 @@ class _PyperfFinder:
         self.environ = environ
 
     def find_spec(self, fullname, path=None, target=None):
+        # found specs are not always executed (`python -m pyperf` looks it up first, then
+        # imports it): stay on sys.meta_path until the patching loader has run
         if fullname != "pyperf":
             return None
-        sys.meta_path.remove(self)  # once; and the search below must not find us again
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
-            spec = find(fullname, path, target) if find is not None else None
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
             if spec is not None:
                 break
         else:
             return None  # not installed: the script's own import fails as usual
         if spec.loader is None:
             return None
-        spec.loader = _PatchingLoader(spec.loader, self.environ)
+        spec.loader = _PatchingLoader(spec.loader, self)
         return spec
 
 
