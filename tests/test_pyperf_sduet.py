@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import shutil
@@ -419,3 +420,28 @@ def test_a_side_can_keep_the_shim_away(tmp_path: Path) -> None:
     sduet = tmp_path / "res" / "optout" / "runs" / "richards.sduet.000"
     assert len(_shim_log(sduet / "A")) == 1
     assert not (sduet / "B" / SHIM_LOG).exists()
+
+
+def test_shim_refuses_a_pyperf_it_does_not_know(tmp_path: Path) -> None:
+    # a pyperf without the internals the shim wraps must fail loudly, never run unsynchronized
+    fake = tmp_path / "fakepyperf"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("__version__ = '9.0'\n")
+    (fake / "_runner.py").write_text("class Runner:\n    pass\n")
+    (fake / "_worker.py").write_text("class WorkerTask:\n    pass\n")
+    spec = importlib.util.spec_from_file_location(
+        "_shim_under_test", helper_path("pyperf") / "sitecustomize.py"
+    )
+    assert spec is not None and spec.loader is not None
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import fakepyperf  # type: ignore[import-not-found]
+
+        with pytest.raises(shim.ShimError, match=r"pyperf 9\.0 lacks .*_set_args"):
+            shim.patch_pyperf(fakepyperf, {"DUET_SYNC_DIR": str(tmp_path)})
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("fakepyperf")]:
+            del sys.modules[name]

@@ -103,12 +103,17 @@ def patch_pyperf(pyperf_module, environ=None) -> None:
     env = os.environ if environ is None else environ
     if getattr(pyperf_module, _PATCHED, False):
         return
-    runner_mod = importlib.import_module("pyperf._runner")
-    worker_mod = importlib.import_module("pyperf._worker")
-    runner_cls = runner_mod.Runner
-    task_cls = worker_mod.WorkerTask
-    set_args = runner_cls._set_args
-    task_init = task_cls.__init__
+    try:
+        runner_cls = importlib.import_module(pyperf_module.__name__ + "._runner").Runner
+        task_cls = importlib.import_module(pyperf_module.__name__ + "._worker").WorkerTask
+        set_args = runner_cls._set_args
+        task_init = task_cls.__init__
+    except (ImportError, AttributeError) as exc:  # never a silently unsynchronized sduet
+        version = getattr(pyperf_module, "__version__", "?")
+        raise ShimError(
+            f"duetbench pyperf shim: pyperf {version} lacks what the shim wraps ({exc}); "
+            "it supports pyperf 2.6 to 2.10 (docs/sync.md, 'pyperf scripts as they are')"
+        ) from None
 
     def _set_args(self, args):
         set_args(self, args)
@@ -119,6 +124,8 @@ def patch_pyperf(pyperf_module, environ=None) -> None:
 
     def __init__(self, *args, **kwargs):
         task_init(self, *args, **kwargs)
+        if not callable(getattr(self, "task_func", None)):
+            raise ShimError("duetbench pyperf shim: pyperf's WorkerTask has no task_func")
         self.task_func = _SyncedTask(self.task_func, env)
 
     runner_cls._set_args = _set_args
