@@ -3,8 +3,11 @@
 A file holds ``benchmarks[].runs[]``; a run is one worker process with
 ``warmups`` (``[loops, seconds per loop]`` pairs), ``values`` (seconds per
 loop) and ``metadata`` (merged over the file's and the benchmark's common
-metadata, as pyperf does). The time of one measurement is ``value * loops *
-inner_loops`` -- pyperf's "raw value".
+metadata, as pyperf does). A row's ``duration_ns`` is pyperf's value, the time
+per loop (per inner loop), as pyperf shows it; ``raw_ns`` is the whole
+measurement, ``value * loops * inner_loops`` -- pyperf's "raw value" -- which the
+timestamps use. Both exact in decimal, rounded once to the ns (half to even).
+:func:`check_loops` finds benchmarks whose A and B ran different loop counts.
 
 pyperf records no per-value timestamps. Its worker takes the run's ``date``
 (local wall clock, microseconds, no time zone) when collecting metadata *after*
