@@ -491,12 +491,17 @@ def _check_pyperf(df: pd.DataFrame, shift: int = 0) -> None:
     assert df["workload"].tolist() == ["sum_range"] * 8 + ["sorted_list"] * 8
     assert df["iteration"].tolist() == list(range(8)) * 2
     assert df["filler"].tolist() == ([True, False, False, False] * 4)
-    # run 0 of sum_range, loops=10: warm-up 1.4002000000346015e-06*10 s -> 14002 ns, values
-    # 12010, 11805, 11694 ns; sum 49511; the last value ends at the run's date
-    assert row(df, 0) == (0, D_SUM_0 - 49_511 + shift, D_SUM_0 - 35_509 + shift, 14_002)
-    assert row(df, 3) == (3, D_SUM_0 - 11_694 + shift, D_SUM_0 + shift, 11_694)
+    # run 0 of sum_range, loops=10: warm-up 1.4002000000346015e-06*10 s -> raw 14002 ns,
+    # values 12010, 11805, 11694 ns; sum 49511; the last value ends at the run's date.
+    # duration_ns is pyperf's own value, the time per loop: 1400.2000000346015 ns -> 1400
+    assert row(df, 0) == (0, D_SUM_0 - 49_511 + shift, D_SUM_0 - 35_509 + shift, 1_400)
+    assert row(df, 3) == (3, D_SUM_0 - 11_694 + shift, D_SUM_0 + shift, 1_169)
     # last value of sorted_list run 1: 1.8522999994274869e-06 s * 10 loops * 2 inner_loops
-    assert row(df, 15) == (7, D_SORT_1 - 37_046 + shift, D_SORT_1 + shift, 37_046)
+    assert row(df, 15) == (7, D_SORT_1 - 37_046 + shift, D_SORT_1 + shift, 1_852)
+    assert df["raw_ns"].tolist()[:4] == [14_002, 12_010, 11_805, 11_694]
+    assert (df["raw_ns"] == df["end_ns"] - df["start_ns"]).all()
+    assert df["loops"].tolist() == [10] * 16
+    assert df["inner_loops"].tolist() == [1] * 8 + [2] * 8
     # error bound: duration 0.012520469000037338 s - 49511 ns measured + 1 us date resolution
     assert int(df["ts_max_error_ns"].iloc[0]) == 12_520_469 - 49_511 + 1_000
     assert df["worker"].tolist()[:8] == [0] * 4 + [1] * 4
@@ -559,15 +564,21 @@ def test_pyperformance_suite_with_calibration_run_and_inner_loops() -> None:
     assert df["iteration"].tolist() == list(range(7)) + [0, 1, 2]
     assert df["filler"].tolist() == [True] * 4 + [False] * 3 + [True, False, False]
     assert df["calibration"].tolist() == [True] * 3 + [False] * 7
-    # calibration warm-ups [1, 0.005] [2, 0.004] [4, 0.00375]: 5, 8, 15 ms, ending at 01.5
-    assert df["duration_ns"].tolist()[:3] == [5_000_000, 8_000_000, 15_000_000]
+    # calibration warm-ups [1, 0.005] [2, 0.004] [4, 0.00375]: 5, 8, 15 ms, ending at 01.5;
+    # per loop 5, 4, 3.75 ms
+    assert df["raw_ns"].tolist()[:3] == [5_000_000, 8_000_000, 15_000_000]
+    assert df["duration_ns"].tolist()[:3] == [5_000_000, 4_000_000, 3_750_000]
+    assert df["loops"].tolist()[:3] == [1, 2, 4]
     assert row(df, 0) == (0, t0 + 1_472_000_000, t0 + 1_477_000_000, 5_000_000)
     # run 1, loops 4: warm-up 15 ms, values 0.0035 * 4 = 14 ms, 13 ms, 13.6 ms, ending at 02.0
-    assert row(df, 4) == (4, t0 + 1_959_400_000, t0 + 1_973_400_000, 14_000_000)
-    assert row(df, 6) == (6, t0 + 1_986_400_000, t0 + 2_000_000_000, 13_600_000)
-    # inner_loops 400 x loops 1024: 4.75e-08 s -> 19.456 ms; the date has no fraction
-    assert row(df, 9) == (2, t0 + 2_980_544_000, t0 + 3_000_000_000, 19_456_000)
+    assert row(df, 4) == (4, t0 + 1_959_400_000, t0 + 1_973_400_000, 3_500_000)
+    assert row(df, 6) == (6, t0 + 1_986_400_000, t0 + 2_000_000_000, 3_400_000)
+    # inner_loops 400 x loops 1024: 4.75e-08 s -> 19.456 ms; the date has no fraction;
+    # per loop (pyperf's value, per inner loop) 47.5 ns -> 48 (half to even)
+    assert row(df, 9) == (2, t0 + 2_980_544_000, t0 + 3_000_000_000, 48)
+    assert df["raw_ns"].iloc[9] == 19_456_000
     assert df["loops"].tolist()[7:] == [1024, 1024, 1024]
+    assert df["inner_loops"].tolist()[7:] == [400, 400, 400]
     # duration 0.05 s - 28 ms measured + 1 us
     assert int(df["ts_max_error_ns"].iloc[0]) == 22_001_000
 
@@ -589,7 +600,20 @@ def test_pyperf_run_without_date_gives_durations_only(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text(json.dumps(_pyperf_doc(unit="second")))
     df = parse_pyperf(side(tmp_path, "b.json"))
     assert "start_ns" not in df.columns
-    assert df["duration_ns"].tolist() == [1_000_000_000, 500_000_000]  # value x loops 2
+    assert df["duration_ns"].tolist() == [500_000_000, 250_000_000]  # per loop
+    assert df["raw_ns"].tolist() == [1_000_000_000, 500_000_000]  # value x loops 2
+
+
+def test_pyperf_run_without_date_is_laid_out_by_raw_times(tmp_path: Path) -> None:
+    # with the process start known, the undated runs are laid end to end from it by their
+    # raw times (the processing step would use the per-loop durations: far too short)
+    (tmp_path / "b.json").write_text(json.dumps(_pyperf_doc(unit="second")))
+    df = parse_pyperf(side(tmp_path, "b.json", start_ns=10**18, end_ns=10**18 + 5 * 10**9))
+    assert df["start_ns"].tolist() == [10**18, 10**18 + 10**9]
+    assert df["end_ns"].tolist() == [10**18 + 10**9, 10**18 + 1_500_000_000]
+    assert df["duration_ns"].tolist() == [500_000_000, 250_000_000]
+    assert df["synthetic_ts"].all()
+    assert "ts_max_error_ns" not in df.columns
 
 
 def test_pyperf_memory_benchmarks_are_skipped_or_an_error(tmp_path: Path) -> None:

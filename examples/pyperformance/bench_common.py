@@ -1,22 +1,21 @@
-"""What every benchmark script here shares: a pyperf Runner with fixed loops and the barrier.
+"""What every benchmark script here shares: a pyperf Runner with fixed loops.
 
 Each script measures one workload with ``pyperf.Runner.bench_time_func``.
 Defaults (overridable on the command line, e.g. ``--processes 8``): 4 worker
 processes, each 1 warm-up and 3 values, and a **fixed** loop count per script
-instead of pyperf's calibration. Fixed loops matter for A/B: duetbench's pyperf
-parser takes one iteration = one value's raw time (value x loops), so A and B
-must run the same number of loops to be comparable -- with calibration each
-interpreter could pick another count.
+instead of pyperf's calibration. Fixed loops matter for A/B: with calibration
+each interpreter could pick another count, and duetbench refuses to compare
+values of different loop counts (docs/parsers.md, pyperf).
 
-Before every warm-up and value the worker waits at the sduet barrier
-(``duet_barrier.wait``, a no-op outside sduet runs); the timer starts after it.
+These are plain pyperf scripts: nothing here knows about duetbench. In a sduet
+run duet puts its pyperf shim on the workers' import path, which makes every
+warm-up and value wait for the other side (docs/sync.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import duet_barrier
 import pyperf
 
 
@@ -26,7 +25,6 @@ def run_benchmark(
     """Measure ``workload()`` x ``loops`` per value, in pyperf worker processes."""
 
     def time_loops(n: int) -> float:
-        duet_barrier.wait()
         start = pyperf.perf_counter()
         for _ in range(n):
             workload()

@@ -169,7 +169,17 @@ def process(root: str | Path) -> ProcessReport:
             }
         )
     report.table = order_columns(table)
+    _check_loops(report.table, store.root)
     return report
+
+
+def _check_loops(table: pd.DataFrame, path: str | Path) -> None:
+    """A and B of a pyperf benchmark must time the same loops per value (parse/pyperf.py)."""
+    from .parse.pyperf import check_loops
+
+    problems = check_loops(table)
+    if problems:
+        raise ResultFileError(path, "\n".join(problems))
 
 
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:
@@ -333,6 +343,7 @@ def validate_table(df: pd.DataFrame, path: str | Path = "<table>") -> pd.DataFra
             f"({df['duration_ns'].iat[negative[0]]} ns); {len(negative)} row(s) like it. "
             "Durations (end_ns - start_ns, or duration_ns) must be >= 0",
         )
+    _check_loops(df, path)
     return order_columns(df)
 
 

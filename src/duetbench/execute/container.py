@@ -65,11 +65,23 @@ from .container_engine import (
 )
 from .driver import substitute_sync_dir
 from .hang import CgroupCpu, CpuProbe
-from .local import LocalExecutor, ReadyTimeout, RunOutcome, expand_results, resolve_cpus, side_cpus
+from .local import (
+    LocalExecutor,
+    ReadyTimeout,
+    RunOutcome,
+    expand_results,
+    resolve_cpus,
+    side_cpus,
+    wants_pyperf_shim,
+)
 
 MOUNT_DIR = "/.duetbench"
 HARNESS_IN = f"{MOUNT_DIR}/harness.sh"
 SYNC_SH_IN = f"{MOUNT_DIR}/duet_sync.sh"
+#: the pyperf shim and the handshake client it loads, in the package's own layout
+PYPERF_SHIM_IN = f"{MOUNT_DIR}/sync/pyperf_shim"
+HANDSHAKE_IN = f"{MOUNT_DIR}/micro/handshake.py"
+
 _NAME_BAD = re.compile(r"[^a-zA-Z0-9_.-]+")
 _NOT_FOUND = ("no such file", "could not be found", "not found")
 
@@ -281,6 +293,11 @@ class ContainerExecutor(LocalExecutor):
             "-v", f"{self.harness_path}:{HARNESS_IN}:ro{z}",
             "-v", f"{self.sync_sh_path}:{SYNC_SH_IN}:ro{z}",
         ]  # fmt: skip
+        if wants_pyperf_shim(spec, side):
+            out += [
+                "-v", f"{_package_file('pyperf_shim', 'duetbench.sync')}:{PYPERF_SHIM_IN}:ro{z}",
+                "-v", f"{_package_file('handshake.py', 'duetbench.micro')}:{HANDSHAKE_IN}:ro{z}",
+            ]  # fmt: skip
         for m in side.mounts:
             src, sep, rest = m.partition(":")
             if sep and src.startswith((".", "~")):  # a host path relative to the config file
@@ -437,12 +454,18 @@ class ContainerExecutor(LocalExecutor):
             command = side.command
             if d.get("sync_dir"):
                 command = substitute_sync_dir(command, d["sync_dir"])
+            if d.get("pyperf_shim"):  # first on the container's own PYTHONPATH (docs/sync.md)
+                command = (
+                    f"PYTHONPATH={PYPERF_SHIM_IN}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                    f"export PYTHONPATH\n{command}"
+                )
             args = ["-1"]
             argv = ["/bin/sh", "-c", command]
         d["command"] = shlex.join(
             ["/bin/sh", HARNESS_IN, *args, "-g", gate["fifo"], "-a", gate["armed"], "--", *argv]
         )
         d["sync_dir"] = None  # `$$` is already replaced
+        d["pyperf_shim"] = None  # the command above sets it inside the container
         d["gate"] = gate
         d["cleanup"] = [st.engine.rm(name) if st.remove else st.engine.stop(1, name)]
         return d

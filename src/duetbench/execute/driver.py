@@ -357,6 +357,9 @@ def _external(
     command = spec["command"]
     if spec.get("sync_dir"):
         command = substitute_sync_dir(command, spec["sync_dir"])
+    if spec.get("pyperf_shim"):  # its sitecustomize syncs pyperf's workers (docs/sync.md)
+        path = env.get("PYTHONPATH")
+        env = {**env, "PYTHONPATH": spec["pyperf_shim"] + (os.pathsep + path if path else "")}
     argv = prefix + ["/bin/sh", "-c", command]
     rc = _spawn(state, argv, cwd, env, out, err)
     if state.stopping:

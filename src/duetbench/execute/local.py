@@ -21,6 +21,19 @@ from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
 
 ReadyTimeout = 120.0
+#: harnesses whose sides get the pyperf shim in a sduet (docs/sync.md, "pyperf scripts as they are")
+PYPERF_HARNESSES = frozenset({"pyperf", "pyperformance"})
+#: a side's `env:` setting this to "0" keeps the shim away (a script doing its own handshake)
+PYPERF_SHIM_ENV = "DUET_PYPERF_SHIM"
+
+
+def wants_pyperf_shim(spec: RunSpec, side: SideSpec) -> bool:
+    """Whether ``side`` runs pyperf scripts in a sduet and so needs the pyperf shim."""
+    return (
+        spec.method == "sduet"
+        and spec.harness in PYPERF_HARNESSES
+        and dict(side.env).get(PYPERF_SHIM_ENV, "") != "0"
+    )
 
 
 @dataclass
@@ -307,7 +320,12 @@ class LocalExecutor:
             "setup": side.setup,
             "teardown": side.teardown,
             "exec_prefix": self.exec_prefix(spec, side, side_dir),
+            "pyperf_shim": None,
         }
+        if sync_dir is not None and wants_pyperf_shim(spec, side):
+            from ..sync import helper_path
+
+            driver_spec["pyperf_shim"] = str(helper_path("pyperf"))
         driver_spec = self.driver_spec(spec, side, side_dir, driver_spec)
         spec_path = side_dir / ".driver.json"
         spec_path.write_text(json.dumps(driver_spec))

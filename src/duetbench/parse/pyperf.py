@@ -3,8 +3,11 @@
 A file holds ``benchmarks[].runs[]``; a run is one worker process with
 ``warmups`` (``[loops, seconds per loop]`` pairs), ``values`` (seconds per
 loop) and ``metadata`` (merged over the file's and the benchmark's common
-metadata, as pyperf does). The time of one measurement is ``value * loops *
-inner_loops`` -- pyperf's "raw value".
+metadata, as pyperf does). A row's ``duration_ns`` is pyperf's value, the time
+per loop (per inner loop), as pyperf shows it; ``raw_ns`` is the whole
+measurement, ``value * loops * inner_loops`` -- pyperf's "raw value" -- which the
+timestamps use. Both exact in decimal, rounded once to the ns (half to even).
+:func:`check_loops` finds benchmarks whose A and B ran different loop counts.
 
 pyperf records no per-value timestamps. Its worker takes the run's ``date``
 (local wall clock, microseconds, no time zone) when collecting metadata *after*
@@ -23,6 +26,7 @@ without one, the local time zone of the machine parsing the results is used.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -51,19 +55,34 @@ _DATE_RESOLUTION_NS = 1_000
 def parse_pyperf(ctx: SideContext) -> pd.DataFrame:
     """One row per warm-up (filler) and value of every run in the side's pyperf file(s)."""
     files = find_result_files(ctx, ("*.json", "*.json.gz"), what="pyperf JSON (--output / -o)")
-    frames = [_parse_file(path, ctx) for path in files]
+    frames = []
+    origin = ctx.proc_start_ns  # where undated runs are laid out from; files one after another
+    for path in files:
+        df, origin = _parse_file(path, ctx, origin)
+        frames.append(df)
     df = concat_frames(frames, files, ctx)
     return renumber_iterations(df) if len(frames) > 1 else df
 
 
+@dataclass(frozen=True)
+class _Item:
+    """One warm-up or value: its measurement's wall time and pyperf's time per loop."""
+
+    raw_ns: int  # value x loops x inner_loops: what the timer measured
+    per_loop_ns: int  # pyperf's value (seconds per loop, per inner loop if any), in ns
+    warmup: bool
+    loops: int
+
+
 class _Run:
-    """One pyperf run: its items (raw ns, is warm-up, loops) and where it ends."""
+    """One pyperf run: its warm-ups and values, and where it ends."""
 
     def __init__(
         self,
         workload: str,
         worker: int,
-        items: list[tuple[int, bool, int]],
+        items: list[_Item],
+        inner_loops: int,
         date_ns: int | None,
         utc_offset_ns: int | None,
         duration_ns: int | None,
@@ -71,21 +90,24 @@ class _Run:
         self.workload = workload
         self.worker = worker
         self.items = items
+        self.inner_loops = inner_loops
         self.date_ns = date_ns  # as if the date were UTC; None: no date metadata
         self.utc_offset_ns = utc_offset_ns
         self.duration_ns = duration_ns
 
     @property
     def measured_ns(self) -> int:
-        return sum(raw for raw, _, _ in self.items)
+        return sum(item.raw_ns for item in self.items)
 
     @property
     def calibration(self) -> bool:
         """A run that only calibrated loops: warm-ups and no value."""
-        return all(warmup for _, warmup, _ in self.items)
+        return all(item.warmup for item in self.items)
 
 
-def _parse_file(path: Path, ctx: SideContext) -> pd.DataFrame:
+def _parse_file(
+    path: Path, ctx: SideContext, origin: int | None
+) -> tuple[pd.DataFrame, int | None]:
     doc = load_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ResultFileError(path, "not a pyperf JSON file: no 'benchmarks' list")
@@ -136,33 +158,44 @@ def _parse_file(path: Path, ctx: SideContext) -> pd.DataFrame:
     placed = all(run.date_ns is not None for run in runs)
     naive = [run for run in runs if run.utc_offset_ns is None] if placed else []
     offset = _infer_utc_offset(naive, ctx, path) if naive else 0
+    # without dates the runs are laid end to end from the process start (by their raw times:
+    # the processing step would lay out the per-loop durations, a much too short timeline)
+    synthetic = origin if not placed else None
     rows: list[dict[str, Any]] = []
     for run in runs:
         bound = None
         if run.duration_ns is not None:
             bound = max(run.duration_ns - run.measured_ns, 0) + _DATE_RESOLUTION_NS
-        start = None
+        start = synthetic
         if placed:
             assert run.date_ns is not None
             end = run.date_ns - (offset if run.utc_offset_ns is None else run.utc_offset_ns)
             start = end - run.measured_ns
-        for raw, warmup, loops in run.items:
-            item: dict[str, Any] = {
+        for it in run.items:
+            row: dict[str, Any] = {
                 "workload": run.workload,
-                "duration_ns": raw,
-                "filler": warmup,
+                "duration_ns": it.per_loop_ns,
+                "raw_ns": it.raw_ns,
+                "filler": it.warmup,
                 "worker": run.worker,
-                "loops": loops,
+                "loops": it.loops,
+                "inner_loops": run.inner_loops,
                 "calibration": run.calibration,
             }
             if start is not None:
-                item.update(start_ns=start, end_ns=start + raw, ts_max_error_ns=bound)
-                start += raw
-            rows.append(item)
+                row.update(start_ns=start, end_ns=start + it.raw_ns)
+                if placed:
+                    row["ts_max_error_ns"] = bound
+                else:
+                    row["synthetic_ts"] = True
+                start += it.raw_ns
+            rows.append(row)
+        if synthetic is not None:
+            synthetic = start
     df = build_frame(rows, path)
     if "ts_max_error_ns" in df.columns:
         df["ts_max_error_ns"] = df["ts_max_error_ns"].astype("Int64")
-    return df
+    return df, (origin if placed else synthetic)
 
 
 def _read_run(
@@ -193,18 +226,19 @@ def _read_run(
     warmups = run.get("warmups") or []
     if not isinstance(warmups, list):
         raise ResultFileError(path, f"{where}.warmups is not a list")
-    items: list[tuple[int, bool, int]] = []
+    items: list[_Item] = []
     for i, warmup in enumerate(warmups):
         if not isinstance(warmup, list) or len(warmup) != 2:
             raise ResultFileError(path, f"{where}.warmups[{i}] is not a [loops, value] pair")
         w_loops = _positive_int(warmup[0], path, f"{where}.warmups[{i}] loops")
         value = to_decimal(warmup[1], path, None, f"{where}.warmups[{i}]")
-        factor = w_loops * inner if warmups_per_loop else 1
-        items.append((round_ns(value * factor * NS_PER_S), True, w_loops))
+        if not warmups_per_loop:  # format 6 stored the raw value
+            value = value / (w_loops * inner)
+        items.append(_item(value, w_loops, inner, warmup=True))
     for i, raw_value in enumerate(values):
         value = to_decimal(raw_value, path, None, f"{where}.values[{i}]")
-        items.append((round_ns(value * loops * inner * NS_PER_S), False, loops))
-    if any(raw < 0 for raw, _, _ in items):
+        items.append(_item(value, loops, inner, warmup=False))
+    if any(item.raw_ns < 0 for item in items):
         raise ResultFileError(path, f"{where} has a negative value")
 
     duration = meta.get("duration")
@@ -213,7 +247,18 @@ def _read_run(
         duration_ns = round_ns(
             to_decimal(duration, path, None, f"{where} metadata 'duration'") * NS_PER_S
         )
-    return _Run(workload, worker, items, date_ns, utc_offset, duration_ns)
+    return _Run(workload, worker, items, inner, date_ns, utc_offset, duration_ns)
+
+
+def _item(value: Decimal, loops: int, inner: int, *, warmup: bool) -> _Item:
+    """``value`` (seconds per loop) as a row: both times exact in decimal, each rounded to
+    the nanosecond once (half to even)."""
+    return _Item(
+        raw_ns=round_ns(value * loops * inner * NS_PER_S),
+        per_loop_ns=round_ns(value * NS_PER_S),
+        warmup=warmup,
+        loops=loops,
+    )
 
 
 def _positive_int(value: Any, path: Path, what: str) -> int:
@@ -266,3 +311,51 @@ def _iso(ns: int | None) -> str:
     if ns is None:
         return "?"
     return (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ns // 1000)).isoformat(" ")
+
+
+# --------------------------------------------------------------------------- loop counts
+
+
+def check_loops(table: pd.DataFrame) -> list[str]:
+    """One message per benchmark whose A and B values ran different pyperf loop counts.
+
+    pyperf calibrates ``loops`` per interpreter unless given ``--loops N``; values of
+    different loop counts time different amounts of work per measurement, so A and B
+    are not comparable. Checked per run (``benchmark``, ``method``, ``run``) on the rows
+    the analysis sees; rows without ``loops`` (other harnesses) are ignored.
+    """
+    needed = ("benchmark", "method", "run", "pair", "loops")
+    if any(c not in table.columns for c in needed):
+        return []
+    rows = table.loc[table["loops"].notna(), list(needed)]
+    if rows.empty:
+        return []
+    seen: dict[tuple[Any, Any, Any], dict[str, tuple[int, ...]]] = {}
+    for (bench, method, run, pair), group in rows.groupby(
+        ["benchmark", "method", "run", "pair"], sort=False
+    ):
+        counts = tuple(sorted({int(x) for x in group["loops"]}))
+        seen.setdefault((bench, method, run), {})[str(pair)] = counts
+    bad: dict[str, list[tuple[str, Any, tuple[int, ...], tuple[int, ...]]]] = {}
+    runs: dict[str, int] = {}
+    for (bench, method, run), sides in seen.items():
+        runs[bench] = runs.get(bench, 0) + 1
+        a, b = sides.get("A"), sides.get("B")
+        if a is not None and b is not None and a != b:
+            bad.setdefault(bench, []).append((str(method), run, a, b))
+    messages = []
+    for bench, diffs in bad.items():
+        method, run, a, b = diffs[0]
+        messages.append(
+            f"benchmark '{bench}': side A ran {_loops_text(a)} per value, side B "
+            f"{_loops_text(b)} ({method} run {run}; {len(diffs)} of {runs[bench]} runs differ). "
+            "pyperf calibrates the loop count per interpreter, so the two sides timed "
+            "different amounts of work per value. Give both commands the same fixed count, "
+            f"e.g. `--loops {max(a + b)}` (docs/parsers.md, pyperf: loop counts)"
+        )
+    return messages
+
+
+def _loops_text(counts: tuple[int, ...]) -> str:
+    words = " or ".join(str(c) for c in counts)
+    return f"{words} loop{'s' if counts != (1,) else ''}"

@@ -29,8 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("wait", help="signal ready and block until go (no-op without DUET_SYNC_DIR)")
     sub.add_parser("done", help="tell the coordinator this side will not iterate any more")
-    p_path = sub.add_parser("path", help="print the path of the shell or C helper")
-    p_path.add_argument("kind", choices=["sh", "h"])
+    p_path = sub.add_parser(
+        "path", help="print the path of the shell or C helper, or of the pyperf shim's directory"
+    )
+    p_path.add_argument("kind", choices=["sh", "h", "pyperf"])
     p_coord = sub.add_parser(
         "coordinate",
         help="run a coordinator in the foreground until every side is done "

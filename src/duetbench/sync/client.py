@@ -193,9 +193,11 @@ def done(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def helper_path(kind: Literal["sh", "h"]) -> Path:
-    """Path of the shell (``sh``) or C (``h``) helper shipped with this package."""
-    names = {"sh": "duet_sync.sh", "h": "duet_sync.h"}
+def helper_path(kind: Literal["sh", "h", "pyperf"]) -> Path:
+    """Path of the shell (``sh``) or C (``h``) helper shipped with this package, or of the
+    directory of the pyperf shim (``pyperf``: a ``sitecustomize.py`` to put first on the
+    ``PYTHONPATH`` of pyperf scripts, docs/sync.md)."""
+    names = {"sh": "duet_sync.sh", "h": "duet_sync.h", "pyperf": "pyperf_shim"}
     if kind not in names:
-        raise ValueError(f"kind must be 'sh' or 'h', not {kind!r}")
+        raise ValueError(f"kind must be 'sh', 'h' or 'pyperf', not {kind!r}")
     return Path(str(resources.files(__package__ or "duetbench.sync").joinpath(names[kind])))
