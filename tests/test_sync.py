@@ -418,7 +418,7 @@ def test_hung_coordinator_times_out(tmp_path: Path) -> None:
         t0 = time.monotonic()
         with pytest.raises(SyncTimeout):
             sync.wait(environ=env)
-        assert time.monotonic() - t0 >= 0.4  # it waited the timeout (a lower bound only)
+        assert time.monotonic() - t0 > 0.35  # it waited the timeout (a lower bound only)
         assert os.read(fds[0], 100) == b"A\n"  # the ready line, byte-exact
     finally:
         for fd in fds:
@@ -456,7 +456,7 @@ def test_shell_wait_times_out(tmp_path: Path, shell: list[str]) -> None:
         res, elapsed = _shell_wait(shell, d, "1")
         assert res.returncode == 1, res.stderr
         assert "DUET_SYNC_TIMEOUT" in res.stderr
-        assert elapsed >= 1.0  # it waited the timeout (a lower bound only)
+        assert elapsed > 0.9  # it waited the timeout (a lower bound only)
     finally:
         for fd in fds:
             os.close(fd)
@@ -493,7 +493,7 @@ def test_c_wait_times_out_and_fails_fast(tmp_path: Path) -> None:
             [binary, tmp_path / "x.csv", "1"], env=env, capture_output=True, timeout=HANG_S
         )
         assert res.returncode == 1 and b"DUET_SYNC_TIMEOUT" in res.stderr
-        assert time.monotonic() - t0 >= 0.5  # it waited the timeout (a lower bound only)
+        assert time.monotonic() - t0 > 0.45  # it waited the timeout (a lower bound only)
     finally:
         for fd in fds:
             os.close(fd)
