@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import SETUP_HINT, require_tool
+from tests.conftest import HANG_S, SETUP_HINT, require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "benchmarks" / "methods_study.py"
@@ -96,14 +96,16 @@ def test_hyperfine_verdict_from_mean_sd_overlap() -> None:
 def test_hyperfine_verdict_on_real_export(tmp_path: Path) -> None:
     require_tool("hyperfine", f"apt-get install hyperfine ({SETUP_HINT})")
     out = tmp_path / "h.json"
+    # B sleeps a second per run (a sleep never ends early), A exits at once: a difference
+    # no stall of a busy machine can hide in 3 runs each
     subprocess.run(
         ["hyperfine", "-N", "--runs", "3", "--style", "none", "--export-json", str(out),
-         "-n", "A", "true", "-n", "B", "true"],
-        check=True, capture_output=True, timeout=60,
+         "-n", "A", "true", "-n", "B", "sleep 1"],
+        check=True, capture_output=True, timeout=HANG_S,
     )  # fmt: skip
     r = ms.hyperfine_verdict(json.loads(out.read_text()))
-    assert r.verdict in ("same", "slower", "faster")
-    assert r.runs_a == r.runs_b == 3 and r.mean_a_s > 0
+    assert r.verdict == "slower" and r.change > 0, r
+    assert r.runs_a == r.runs_b == 3 and 0 < r.mean_a_s < r.mean_b_s and r.mean_b_s >= 1.0
 
 
 def _pyperf_file(path: Path, values: list[float], workers: int = 3) -> Path:
