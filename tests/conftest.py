@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -154,6 +155,16 @@ def write_config(tmp_path: Path):
         return p
 
     return write
+
+
+def pytest_configure(config):
+    """A shell starts background jobs (`pytest &`, a CI step's `cmd &`) with SIGINT
+    ignored, and an ignored signal stays ignored across exec: every `duet run` and
+    noisy neighbour a test starts would then ignore the Ctrl-C the test sends it, and
+    wait for its deadline. A *handled* signal is reset to the default in a child, so
+    handle it here as an interactive Python does."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -8,11 +8,15 @@ terminal tables must show the JSON's numbers, formatted by the rules below.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import shutil
+from contextlib import redirect_stdout
 from importlib.resources import files
 from typing import Any
+from unittest import mock
 
 import jsonschema
 import numpy as np
@@ -95,10 +99,22 @@ def check_doc(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def duet(*args: str) -> tuple[int, str]:
+    """`duet ARGS` in this process: its exit status and standard output. (A subprocess
+    costs seconds of start-up on a busy machine; test_quickstart_compare_table_json_markdown
+    runs the real command.)"""
+    from duetbench.cli import main
+
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": "200"}), redirect_stdout(out):
+        rc = main(list(args))
+    return rc, out.getvalue()
+
+
 def compare_json(*args: str, expect_rc: int = 0) -> dict[str, Any]:
-    r = run_duet("compare", *args, "--format", "json")
-    assert r.returncode == expect_rc, r.stderr
-    return check_doc(json.loads(r.stdout))
+    rc, out = duet("compare", *args, "--format", "json")
+    assert rc == expect_rc, out
+    return check_doc(json.loads(out))
 
 
 def pct(v: float | None) -> str:
@@ -147,13 +163,13 @@ def terminal_rows(text: str) -> list[list[str]]:
 
 def assert_tables_show(doc: dict[str, Any], source: str, *args: str) -> tuple[str, str]:
     """Markdown and terminal output of the same compare show the JSON's rows, in order."""
-    md = run_duet("compare", source, *args, "--format", "markdown")
-    term = run_duet("compare", source, *args)
-    assert md.returncode == term.returncode == 0, md.stderr + term.stderr
+    md_rc, md = duet("compare", source, *args, "--format", "markdown")
+    term_rc, term = duet("compare", source, *args)
+    assert md_rc == term_rc == 0, md + term
     want = [cells(r) for r in doc["rows"]]
-    assert terminal_rows(term.stdout) == want
-    assert markdown_rows(md.stdout) == [[*c[:-1], ICONS.get(c[-1], c[-1])] for c in want]
-    return md.stdout, term.stdout
+    assert terminal_rows(term) == want
+    assert markdown_rows(md) == [[*c[:-1], ICONS.get(c[-1], c[-1])] for c in want]
+    return md, term
 
 
 def no_overlap_table(runs: int = 3, iters: int = 5) -> pd.DataFrame:
@@ -179,7 +195,10 @@ def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
     assert r.returncode == 0, r.stderr
     for word in ("arith-aa", "arith-ab", "seqn", "aduet", "sduet", "verdict"):
         assert word in r.stdout
-    doc = compare_json(str(quickstart_results))
+    r = run_duet("compare", str(quickstart_results), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = check_doc(json.loads(r.stdout))
+    assert doc == compare_json(str(quickstart_results))  # in this process: the same
     assert doc["source"] == str(quickstart_results) and doc["experiment"] == "quickstart"
     assert doc["settings"]["seed"] == 42  # the experiment's
     assert doc["problems"] == [] and doc["excluded"]["runs"] == {}
@@ -246,19 +265,15 @@ def _numbers(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {m: {k: v for k, v in r.items() if k != "verdict"} for m, r in rows.items()}
 
 
-def test_test_and_interval_options_and_reproducibility(tmp_path, capsys, monkeypatch):
+def test_test_and_interval_options_and_reproducibility(tmp_path):
     """All 12 combinations of --test and --interval: their settings, consistent verdicts
     and intervals, the same estimate from ratio and difference tests, the U test's
     verdict on the ratio test's numbers, and resampling reproducible by its seed."""
-    from duetbench.cli import main
-
-    monkeypatch.setenv("COLUMNS", "200")
     t = tmp_path / "t.csv"
     synthetic_table(0.03, seed=2).to_csv(t, index=False)
 
-    def run(*args: str) -> dict[str, dict[str, Any]]:  # in this process: 12+ runs
-        assert main(["compare", str(t), "--format", "json", "--resamples", "999", *args]) == 0
-        doc = check_doc(json.loads(capsys.readouterr().out))
+    def run(*args: str) -> dict[str, dict[str, Any]]:
+        doc = compare_json(str(t), "--resamples", "999", *args)
         settings = {k: doc["settings"][k] for k in ("resamples", "seed", "test", "interval")}
         assert settings == {
             "resamples": 999,
