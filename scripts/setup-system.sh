@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # System packages the tests use (Debian/Ubuntu; run as root or via sudo):
-# podman + runc (container executor tests), busybox-static (test image rootfs),
-# stress-ng (noisy neighbour), hyperfine (peer tool in the study), chromium (HTML report tests), gcc,
-# postgresql (the results repository's server tests start their own throw-away server).
+# podman + runc (container executor tests), busybox-static (test image rootfs, the
+# busybox-sh sync tests), stress-ng (noisy neighbour), hyperfine (peer tool in the study),
+# chromium (HTML report tests), gcc + libc6-dev (C sync harness, static builds, the
+# known-answer workloads), make (examples/workloads/Makefile), default-jdk-headless (javac
+# and java: the DaCapo callback example), python3 (Debian's /usr/bin/python3: side A of
+# the pyperformance example), postgresql (the results repository's server tests start their
+# own throw-away server). bash, sh, tar and coreutils are part of every Debian system.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-pkgs="podman runc busybox-static stress-ng hyperfine chromium gcc libc6-dev postgresql"
+pkgs="podman runc busybox-static stress-ng hyperfine chromium gcc libc6-dev make python3 postgresql"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+# any JDK with javac will do (e.g. openjdk-17-jdk-headless); else Debian's default one
+command -v javac >/dev/null 2>&1 || missing="$missing default-jdk-headless"
 if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

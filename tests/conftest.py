@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,34 +33,102 @@ def run_duet(
     )
 
 
-# Synchronized starts (sduet): median and upper-quartile |start_A - start_B| over a
-# run's iterations. On a quiet 2-core VM the medians are 50-150 us; with both cores
-# kept busy (stress-ng --cpu 2) a woken side waits for the next scheduler tick and
-# the medians rise to 2-4 ms, the worst iteration to ~14 ms; CI runs on a shared
-# host have shown medians of 5.5 and 8.3 ms and single iterations stalled by 56,
-# 176 and 542 ms (the host, not the handshake: every start still fell between its
-# go and the next). So the worst iteration is reported, not judged: the upper
-# quartile tolerates two stalled iterations of twelve. Without the handshake B
-# falls ~30 ms further behind per iteration (tests/test_sync.py's control), far
-# above these limits; the tests also check the synchronization without timing.
-MEDIAN_GAP_LIMIT_NS = 15_000_000
-UPPER_QUARTILE_GAP_LIMIT_NS = 60_000_000
+# Timing in tests (docs: DEVELOPERS.md, "Tests on a busy machine"). CI runs on shared
+# machines, so no test asserts how fast anything was: synchronization is judged by the
+# order of events (an iteration starts only after the other side ended the one before),
+# and every wait has a deadline that only catches a hang -- far longer than anything
+# healthy takes on a 2-core machine whose cores are both kept busy. How close the starts
+# of a sduet lie, in ms, is measured by benchmarks/sync_alignment.py.
+HANG_S = 120.0
 
 
-def upper_quartile(values: list[float]) -> float:
-    return statistics.quantiles(values, n=4, method="inclusive")[2]
+def wait_until(cond: Callable[[], object], what: str, timeout: float = HANG_S) -> None:
+    """Poll ``cond`` until it is true; fail naming ``what`` if it never is (a hang)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {timeout:g} s")
+        time.sleep(0.02)
 
 
-def assert_starts_aligned(gaps_ns: list[float], label: str) -> None:
-    """The starts of A's and B's iterations (``gaps_ns``: start_B - start_A) lie together."""
+def require_tool(name: str, install: str) -> str:
+    """The path of system tool ``name``; a failure (never a skip) naming how to install it."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: {install}")
+    return path
+
+
+SETUP_HINT = "scripts/setup-system.sh installs it"
+
+
+def lockstep_violations(
+    a_start: Sequence[int],
+    a_end: Sequence[int],
+    b_start: Sequence[int],
+    b_end: Sequence[int],
+    slack_ns: int = 0,
+) -> list[tuple[str, int]]:
+    """Where the two sides were *not* in lockstep: ``(side, k)`` when that side started
+    iteration k+1 before the other side had ended iteration k.
+
+    A sduet guarantees none (the go for k+1 needs both sides' ready, which each sends
+    after ending k); two unsynchronized sides of different work per iteration show
+    many. ``slack_ns`` absorbs clock resolution (a harness that reads microseconds).
+    """
+    out = []
+    for name, starts, ends in (("A", a_start, b_end), ("B", b_start, a_end)):
+        xs, ye = [int(x) for x in starts], [int(y) for y in ends]  # by position
+        for k in range(min(len(xs), len(ye)) - 1):
+            if xs[k + 1] < ye[k] - slack_ns:
+                out.append((name, k))
+    return out
+
+
+def print_start_gaps(gaps_ns: Sequence[float], label: str) -> None:
+    """Report (never judge) how far apart the sides' iteration starts were."""
     diffs = [abs(g) for g in gaps_ns]
-    med, upper, worst = statistics.median(diffs), upper_quartile(diffs), max(diffs)
     print(
-        f"\n{label}: |start_A - start_B| median {med / 1e3:.0f} us, "
-        f"upper quartile {upper / 1e3:.0f} us, max {worst / 1e3:.0f} us"
+        f"\n{label}: |start_A - start_B| median {statistics.median(diffs) / 1e3:.0f} us, "
+        f"max {max(diffs) / 1e3:.0f} us"
     )
-    assert med < MEDIAN_GAP_LIMIT_NS, f"{label}: median start gap {med / 1e6:.2f} ms"
-    assert upper < UPPER_QUARTILE_GAP_LIMIT_NS, f"{label}: upper-quartile gap {upper / 1e6:.2f} ms"
+
+
+HOLD_SCRIPT = """import os, sys, time
+counter, hold, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(counter, "a") as f:  # one short O_APPEND write: atomic between the sides
+    f.write("x\\n")
+with open(counter) as f:
+    n = sum(1 for _ in f)
+while n > limit and os.path.exists(hold):
+    time.sleep(0.02)
+"""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A benchmark command that counts its calls and, while ``hold`` exists, blocks in
+    every call after the first ``limit``: a run is then *in progress* at a known point
+    for as long as the test needs, whatever the machine's speed. ``token`` is on its
+    command line (see :func:`pids_with`)."""
+
+    command: str
+    counter: Path
+    hold: Path
+
+    def calls(self) -> int:
+        return len(self.counter.read_text().splitlines()) if self.counter.exists() else 0
+
+    def release(self) -> None:
+        self.hold.unlink(missing_ok=True)
+
+
+def make_hold(directory: Path, limit: int, token: str, python: str = "python3") -> Hold:
+    script = directory / "hold.py"
+    script.write_text(HOLD_SCRIPT)
+    counter, hold = directory / "calls.txt", directory / "hold"
+    hold.touch()
+    return Hold(f"{python} {script} {counter} {hold} {limit} {token}", counter, hold)
 
 
 def pids_with(token: str) -> list[int]:
@@ -82,6 +155,16 @@ def write_config(tmp_path: Path):
         return p
 
     return write
+
+
+def pytest_configure(config):
+    """A shell starts background jobs (`pytest &`, a CI step's `cmd &`) with SIGINT
+    ignored, and an ignored signal stays ignored across exec: every `duet run` and
+    noisy neighbour a test starts would then ignore the Ctrl-C the test sends it, and
+    wait for its deadline. A *handled* signal is reset to the default in a child, so
+    handle it here as an interactive Python does."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session, exitstatus):

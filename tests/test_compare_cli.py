@@ -1,9 +1,22 @@
-"""`duet compare`: the verdict table, its JSON schema, Markdown, exit codes."""
+"""`duet compare`: the verdict table, its JSON schema, Markdown, exit codes.
+
+Every JSON document a test produces is validated against the schema (no field it does
+not declare) and checked for consistency: the summary counts the verdicts, each verdict
+follows from its interval (or its p-value), the interval holds the change. Markdown and
+terminal tables must show the JSON's numbers, formatted by the rules below.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
+import shutil
+from contextlib import redirect_stdout
 from importlib.resources import files
+from typing import Any
+from unittest import mock
 
 import jsonschema
 import numpy as np
@@ -44,6 +57,139 @@ def synthetic_table(
     return pd.DataFrame(rows)
 
 
+SCHEMA = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
+ICONS = {"slower": "🔴 slower", "faster": "🟢 faster"}
+
+
+def expected_verdict(row: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The verdict docs/statistics.md defines, derived from the row's own numbers."""
+    t = settings["threshold"]
+    if settings["test"] == "utest":
+        p, change = row["p_value"], row["change"]
+        if p is None or change is None:
+            return "no data"
+        if p < 1 - settings["confidence"]:
+            return "slower" if change > 0 else "faster"
+        return "same"
+    lo, hi = row["ci_low"], row["ci_high"]
+    if lo is None or hi is None:
+        return "no data"
+    if lo > 0:
+        return "slower" if lo > t else "same (below threshold)"
+    if hi < 0:
+        return "faster" if hi < -t else "same (below threshold)"
+    return "same"
+
+
+def check_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    jsonschema.validate(doc, SCHEMA)
+    verdicts = [r["verdict"] for r in doc["rows"]]
+    assert doc["summary"] == {
+        "slower": verdicts.count("slower"),
+        "faster": verdicts.count("faster"),
+        "same": sum(v.startswith("same") for v in verdicts),
+        "no_data": verdicts.count("no data"),
+    }
+    for r in doc["rows"]:
+        assert r["verdict"] == expected_verdict(r, doc["settings"]), r
+        if r["ci_low"] is not None:
+            assert r["ci_width"] == pytest.approx(r["ci_high"] - r["ci_low"])
+        if r["verdict"] == "no data":  # no pair, or a single run (no interval)
+            assert r["pairs"] == 0 or r["runs"] < 2, r
+    return doc
+
+
+def duet(*args: str) -> tuple[int, str]:
+    """`duet ARGS` in this process: its exit status and standard output. (A subprocess
+    costs seconds of start-up on a busy machine; test_quickstart_compare_table_json_markdown
+    runs the real command.)"""
+    from duetbench.cli import main
+
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": "200"}), redirect_stdout(out):
+        rc = main(list(args))
+    return rc, out.getvalue()
+
+
+def compare_json(*args: str, expect_rc: int = 0) -> dict[str, Any]:
+    rc, out = duet("compare", *args, "--format", "json")
+    assert rc == expect_rc, out
+    return check_doc(json.loads(out))
+
+
+def pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:+.2f} %"
+
+
+def duration(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= div:
+            return f"{ns / div:.3f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def cells(row: dict[str, Any]) -> list[str]:
+    """A JSON row as the terminal and Markdown tables show it."""
+    ci = "-" if row["ci_low"] is None else f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
+    p = row["p_value"]
+    return [
+        row["benchmark"] + (f" @{row['host']}" if row["host"] else ""),
+        row["method"],
+        duration(row["mean_a_ns"]),
+        duration(row["mean_b_ns"]),
+        pct(row["change"]),
+        ci,
+        "-" if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001"),
+        str(row["runs"]),
+        str(row["pairs"]),
+        row["verdict"],
+    ]
+
+
+def markdown_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and "| benchmark |" not in ln]
+    return [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in lines]
+
+
+def terminal_rows(text: str) -> list[list[str]]:
+    return [
+        [c.strip() for c in ln.strip().strip("│").split("│")]
+        for ln in text.splitlines()
+        if ln.startswith("│")
+    ]
+
+
+def assert_tables_show(doc: dict[str, Any], source: str, *args: str) -> tuple[str, str]:
+    """Markdown and terminal output of the same compare show the JSON's rows, in order."""
+    md_rc, md = duet("compare", source, *args, "--format", "markdown")
+    term_rc, term = duet("compare", source, *args)
+    assert md_rc == term_rc == 0, md + term
+    want = [cells(r) for r in doc["rows"]]
+    assert terminal_rows(term) == want
+    assert markdown_rows(md) == [[*c[:-1], ICONS.get(c[-1], c[-1])] for c in want]
+    return md, term
+
+
+def no_overlap_table(runs: int = 3, iters: int = 5) -> pd.DataFrame:
+    """aduet runs whose B iterations all start after A's last one ended: no pair at any m."""
+    rows = []
+    for r in range(runs):
+        t = 1_700_000_000_000_000_000 + r * 10_000_000_000
+        for pair in ("A", "B"):
+            for i in range(iters):
+                d = 100_000_000 + 1_000_000 * i
+                rows.append(
+                    dict(benchmark="b", method="aduet", run=r, pair=pair, iteration=i,
+                         start_ns=t, end_ns=t + d, duration_ns=d)
+                )  # fmt: skip
+                t += d + 1000
+    return pd.concat(
+        [pd.DataFrame(rows), synthetic_table(0.05, runs=4, iters=5)], ignore_index=True
+    )
+
+
 def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
     r = run_duet("compare", str(quickstart_results))
     assert r.returncode == 0, r.stderr
@@ -51,85 +197,168 @@ def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
         assert word in r.stdout
     r = run_duet("compare", str(quickstart_results), "--format", "json")
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    schema = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
-    jsonschema.validate(doc, schema)
+    doc = check_doc(json.loads(r.stdout))
+    assert doc == compare_json(str(quickstart_results))  # in this process: the same
+    assert doc["source"] == str(quickstart_results) and doc["experiment"] == "quickstart"
+    assert doc["settings"]["seed"] == 42  # the experiment's
+    assert doc["problems"] == [] and doc["excluded"]["runs"] == {}
     assert {(row["benchmark"], row["method"]) for row in doc["rows"]} == {
         (b, m) for b in ("arith-aa", "arith-ab") for m in ("seqn", "aduet", "sduet")
     }
+    # 5 runs each; an aduet run whose iterations never overlapped by more than m is left
+    # out of the test -- and a note says so (how often depends on the machine's load)
+    lost = {}
+    for note in doc["notes"]:
+        m = re.match(r"(\S+) aduet: (\d+) of 5 runs had no iteration pair overlapping", note)
+        assert m, note
+        lost[m[1]] = int(m[2])
     for row in doc["rows"]:
-        # 5 runs each; an aduet run may lose every pair above m = 0.4 on a loaded machine
-        assert (row["runs"] == 5 or row["method"] == "aduet" and row["runs"] >= 3) and row[
-            "pairs"
-        ] > 0, row
-        assert row["ci_low"] <= row["change"] <= row["ci_high"]
+        assert row["runs"] + (lost.get(row["benchmark"], 0) if row["method"] == "aduet" else 0) == 5
+        if row["runs"]:
+            assert row["pairs"] > 0 and row["ci_low"] <= row["change"] <= row["ci_high"], row
+    md_text, term_text = assert_tables_show(doc, str(quickstart_results))
+    for note in doc["notes"]:
+        assert note in md_text
     md = run_duet(
         "compare", str(quickstart_results), "--format", "markdown", "-o", str(tmp_path / "s.md")
     )
-    assert md.returncode == 0
+    assert md.returncode == 0 and md.stdout == ""
     text = (tmp_path / "s.md").read_text()
-    assert text.count("\n| arith-") == 6 and "| benchmark |" in text
+    assert text == md_text and text.count("\n| arith-") == 6 and "| benchmark |" in text
 
 
 def test_fail_on_regression_and_threshold(tmp_path):
     slow = tmp_path / "slow.csv"
     synthetic_table(0.05).to_csv(slow, index=False)
-    r = run_duet("compare", str(slow), "--fail-on-regression", "--format", "json")
-    assert r.returncode == 1
-    rows = {row["method"]: row for row in json.loads(r.stdout)["rows"]}
-    assert rows["sduet"]["verdict"] == "slower"
+    doc = compare_json(str(slow), "--fail-on-regression", expect_rc=1)
+    rows = {row["method"]: row for row in doc["rows"]}
+    assert rows["sduet"]["verdict"] == "slower" and doc["settings"]["threshold"] == 0.0
     assert 0.04 < rows["sduet"]["change"] < 0.06
-    # a 5 % change is below a 10 % practical threshold
-    r = run_duet(
-        "compare", str(slow), "--threshold", "10%", "--format", "json", "--fail-on-regression"
+    # a 5 % change is below a 10 % practical threshold: only the verdicts change
+    thr = compare_json(str(slow), "--threshold", "10%", "--fail-on-regression", expect_rc=0)
+    assert thr["settings"]["threshold"] == 0.1
+    assert [r["verdict"] for r in thr["rows"]] == ["same (below threshold)"] * 2
+    drop = ("verdict",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in thr["rows"]] == [
+        {k: v for k, v in r.items() if k not in drop} for r in doc["rows"]
+    ]
+    md, term = assert_tables_show(thr, str(slow), "--threshold", "10%")
+    assert "threshold 10 %" in md and "threshold 10 %" in term
+    # a threshold between the two lower bounds (as a fraction): only the narrower passes it
+    assert rows["seqn"]["ci_low"] < rows["sduet"]["ci_low"]
+    mid = (rows["seqn"]["ci_low"] + rows["sduet"]["ci_low"]) / 2
+    between = compare_json(
+        str(slow), "--threshold", f"{mid:.6f}", "--fail-on-regression", expect_rc=1
     )
-    assert r.returncode == 0
-    assert json.loads(r.stdout)["rows"][1]["verdict"] == "same (below threshold)"
+    assert {r["method"]: r["verdict"] for r in between["rows"]} == {
+        "sduet": "slower",
+        "seqn": "same (below threshold)",
+    }
     same = tmp_path / "same.parquet"
     synthetic_table(0.0, seed=5).to_parquet(same)
-    r = run_duet("compare", str(same), "--fail-on-regression", "--format", "json")
-    assert r.returncode == 0, r.stdout
-    assert {row["verdict"] for row in json.loads(r.stdout)["rows"]} == {"same"}
+    doc = compare_json(str(same), "--fail-on-regression")
+    assert {row["verdict"] for row in doc["rows"]} == {"same"}
+    assert all(r["ci_low"] <= 0 <= r["ci_high"] for r in doc["rows"])
+
+
+def _numbers(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m: {k: v for k, v in r.items() if k != "verdict"} for m, r in rows.items()}
 
 
 def test_test_and_interval_options_and_reproducibility(tmp_path):
+    """All 12 combinations of --test and --interval: their settings, consistent verdicts
+    and intervals, the same estimate from ratio and difference tests, the U test's
+    verdict on the ratio test's numbers, and resampling reproducible by its seed."""
     t = tmp_path / "t.csv"
     synthetic_table(0.03, seed=2).to_csv(t, index=False)
+
+    def run(*args: str) -> dict[str, dict[str, Any]]:
+        doc = compare_json(str(t), "--resamples", "999", *args)
+        settings = {k: doc["settings"][k] for k in ("resamples", "seed", "test", "interval")}
+        assert settings == {
+            "resamples": 999,
+            "seed": int(args[args.index("--seed") + 1]),
+            "test": args[args.index("--test") + 1],
+            "interval": args[args.index("--interval") + 1],
+        }
+        return {r["method"]: r for r in doc["rows"]}
+
     out = {}
     for test in ("ratio", "diff", "utest"):
         for interval in ("t", "bca", "percentile", "studentized"):
-            r = run_duet(
-                "compare",
-                str(t),
-                "--test",
-                test,
-                "--interval",
-                interval,
-                "--format",
-                "json",
-                "--resamples",
-                "999",
-                "--seed",
-                "7",
-            )
-            assert r.returncode == 0, r.stderr
-            out[test, interval] = json.loads(r.stdout)["rows"]
-    assert out["utest", "t"][1]["verdict"] == "slower"
-    again = run_duet(
-        "compare",
-        str(t),
-        "--test",
-        "diff",
-        "--interval",
-        "bca",
-        "--format",
-        "json",
-        "--resamples",
-        "999",
-        "--seed",
-        "7",
-    )
-    assert json.loads(again.stdout)["rows"] == out["diff", "bca"]
+            rows = out[test, interval] = run("--test", test, "--interval", interval, "--seed", "7")
+            for r in rows.values():
+                assert (r["runs"], r["pairs"]) == (10, 200)
+                assert r["ci_low"] <= r["change"] <= r["ci_high"], (test, interval, r)
+            # B 3 % slower with shared run effects: every option finds sduet slower
+            assert rows["sduet"]["verdict"] == "slower", (test, interval)
+            assert rows["sduet"]["change"] == pytest.approx(0.03, abs=0.006)
+    for interval in ("t", "bca", "percentile", "studentized"):
+        # the U test decides by its p-value; change and interval are the ratio test's
+        assert _numbers(out["utest", interval]) == _numbers(out["ratio", interval])
+        # the p-value is the U test's whatever the test and interval
+        for m in ("seqn", "sduet"):
+            assert out["diff", interval][m]["p_value"] == out["ratio", "t"][m]["p_value"]
+    # bootstrap intervals: the same seed gives the same numbers, another seed others;
+    # the t interval does not resample (the seed changes nothing)
+    assert run("--test", "diff", "--interval", "bca", "--seed", "7") == out["diff", "bca"]
+    other = run("--test", "diff", "--interval", "bca", "--seed", "8")
+    assert other["sduet"]["change"] == out["diff", "bca"]["sduet"]["change"]
+    assert other["sduet"]["ci_low"] != out["diff", "bca"]["sduet"]["ci_low"]
+    assert run("--test", "ratio", "--interval", "t", "--seed", "8") == out["ratio", "t"]
+
+
+def test_no_data_rows_are_reported_in_every_format(tmp_path):
+    """aduet runs without a single overlapping pair: a "no data" row, counted, with a note
+    in JSON, the terminal and Markdown; --fail-on-regression still judges the rest."""
+    path = tmp_path / "t.csv"
+    no_overlap_table().to_csv(path, index=False)
+    doc = compare_json(str(path), "--fail-on-regression", expect_rc=1)
+    rows = {r["method"]: r for r in doc["rows"]}
+    assert rows["aduet"]["verdict"] == "no data" and doc["summary"]["no_data"] == 1
+    assert (rows["aduet"]["runs"], rows["aduet"]["pairs"]) == (0, 0)
+    assert rows["aduet"]["change"] is None and rows["aduet"]["p_value"] is not None
+    assert rows["sduet"]["verdict"] == "slower"
+    (note,) = doc["notes"]
+    assert note.startswith("b aduet: 3 of 3 runs had no iteration pair") and "m = 0.4" in note
+    md, term = assert_tables_show(doc, str(path))
+    assert note in md and "3 of 3 runs" in term
+
+
+def test_multi_host_table_is_resampled_by_host(tmp_path):
+    from duetbench.analysis.simulate import simulate
+
+    path = tmp_path / "hosts.parquet"
+    simulate(benchmarks=1, hosts=2, runs=4, iterations=5, seed=3).to_parquet(path)
+    doc = compare_json(str(path))
+    assert doc["settings"]["cluster_by"] is None  # the default: hosts, as there are two
+    assert {r["clustered_by"] for r in doc["rows"]} == {"host"}
+    assert all(r["runs"] == 8 for r in doc["rows"])  # 4 per host
+    by_run = compare_json(str(path), "--cluster-by", "run")
+    assert by_run["settings"]["cluster_by"] == "run"
+    assert {r["clustered_by"] for r in by_run["rows"]} == {"run"}
+    md, term = assert_tables_show(doc, str(path))
+    assert "intervals resample hosts" in term
+
+
+def test_problems_and_exclusions_of_a_damaged_results_directory(quickstart_results, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(quickstart_results, root)
+    victim = sorted((root / "runs").glob("arith-ab.aduet.*"))[0] / "A" / "iterations.csv"
+    text = victim.read_text().splitlines()
+    victim.write_text("\n".join(text[:4]) + "\n" + text[4][:12] + "\n")  # truncated mid-row
+    failed = sorted((root / "runs").glob("arith-aa.seqn.*"))[0] / "run.json"
+    run = json.loads(failed.read_text())
+    failed.write_text(json.dumps({**run, "status": "failed"}))
+    doc = compare_json(str(root))
+    (problem,) = doc["problems"]
+    assert str(victim) in problem and "truncated" in problem
+    assert doc["excluded"] == {"runs": {"failed": 1}, "iterations": {}, "timed_out_runs_used": 0}
+    rows = {(r["benchmark"], r["method"]): r for r in doc["rows"]}
+    assert rows["arith-aa", "seqn"]["runs"] == 4  # the failed run is left out
+    md, term = assert_tables_show(doc, str(root))
+    assert f"- {problem}" in md and "problem:" in term
+    assert "Excluded: 1 failed run(s)." in md and "excluded: 1 failed run(s)" in term
 
 
 def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
@@ -162,11 +391,7 @@ def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
 def test_every_run_statistic_is_offered_and_valid_json(tmp_path, run_stat):
     t = tmp_path / "t.csv"
     synthetic_table(0.03, seed=3).to_csv(t, index=False)
-    r = run_duet("compare", str(t), "--run-stat", run_stat, "--format", "json")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    schema = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
-    jsonschema.validate(doc, schema)
+    doc = compare_json(str(t), "--run-stat", run_stat)
     assert doc["settings"]["run_stat"] == run_stat
     sduet = next(row for row in doc["rows"] if row["method"] == "sduet")
     assert sduet["verdict"] == "slower" and sduet["change"] == pytest.approx(0.03, abs=0.006)

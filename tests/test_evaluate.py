@@ -334,9 +334,28 @@ def test_duet_evaluate_cli_on_the_quickstart(quickstart_results, tmp_path) -> No
     assert {(r["benchmark"], r["method"]) for r in t["speedup"]} == {
         (b, m) for b in ("arith-aa", "arith-ab") for m in ("aduet", "sduet")
     }
-    # measured data: 2.0 is the limit in expectation, but 5 noisy repetitions on a shared
-    # 2-vCPU VM gave 2.37 once (seqn runs hit by a noisy stretch); 3 still catches a wrong formula
-    assert all(0 < r["speedup"] < 3.0 for r in t["speedup"])
+    # measured data: how large the speedup comes out depends on the machine's load (2.0
+    # is the limit only in expectation), so it is recomputed from the process lifetimes
+    # of the table instead (thesis eq. 5.1): seqn cost = A's + B's, duet cost = latest
+    # end - earliest start, each averaged over the repetitions
+    from duetbench.process import process
+
+    life = (
+        process(quickstart_results)
+        .table.groupby(["benchmark", "method", "run", "pair"])[["proc_start_ns", "proc_end_ns"]]
+        .first()
+        .reset_index()
+    )
+    life["span"] = life["proc_end_ns"] - life["proc_start_ns"]
+    for r in t["speedup"]:
+        runs = life[life.benchmark == r["benchmark"]]
+        seqn = runs[runs.method == "seqn"].groupby("run")["span"].sum().mean()
+        duet = runs[runs.method == r["method"]].groupby("run")
+        cost = (duet["proc_end_ns"].max() - duet["proc_start_ns"].min()).mean()
+        assert r["seqn_cost_ns"] == pytest.approx(seqn, rel=1e-9)
+        assert r["duet_cost_ns"] == pytest.approx(cost, rel=1e-9)
+        assert r["speedup"] == pytest.approx(seqn / cost, rel=1e-9) and r["speedup"] > 0
+        assert (r["seqn_runs"], r["duet_runs"]) == (5, 5)
     assert sorted({r["min_overlap"] for r in t["overlap"]}) == pytest.approx(
         [m / 10 for m in range(1, 10)]
     )

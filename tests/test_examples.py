@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.conftest import ROOT, run_duet
+from tests.conftest import ROOT, SETUP_HINT, lockstep_violations, require_tool, run_duet
 
 from duetbench.config import load_config
 from duetbench.parse.registry import get_parser
@@ -82,7 +82,7 @@ def test_pyperf_example_runs_both_interpreters(tmp_path: Path) -> None:
         pytest.fail("needs Debian's /usr/bin/python3 (side A): apt-get install python3")
     config = _tiny_pyperf_config(tmp_path)
     out = tmp_path / "results"
-    r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=120)
+    r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=540)
     assert r.returncode == 0, r.stdout + r.stderr
     root = out / "pyperf-tiny"
 
@@ -131,8 +131,8 @@ def test_pyperf_podman_example_runs(tmp_path: Path) -> None:
     if not SYSTEM_PYTHON.exists():
         pytest.fail("needs Debian's /usr/bin/python3 (side A): apt-get install python3")
     """duet.podman.yml in miniature: the minimal image, the interpreters bind-mounted."""
-    if shutil.which("podman") is None:
-        pytest.fail("podman is not installed (scripts/setup-system.sh installs it)")
+    require_tool("podman", f"apt-get install podman runc ({SETUP_HINT})")
+    require_tool("busybox", f"apt-get install busybox-static ({SETUP_HINT})")
     default = shutil.which("python3")
     assert default is not None
     prefix_b = subprocess.run(
@@ -163,7 +163,7 @@ def test_pyperf_podman_example_runs(tmp_path: Path) -> None:
         ["sh", str(PYPERF_EXAMPLE / "build-image.sh")], check=True, capture_output=True, timeout=300
     )
     out = tmp_path / "results"
-    r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=400)
+    r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=540)
     assert r.returncode == 0, r.stdout + r.stderr
     root = out / "pyperf-podman-tiny"
     report = process(root)
@@ -224,8 +224,7 @@ public class FakeHarness {
 
 
 def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> None:
-    if shutil.which("javac") is None:
-        pytest.fail("needs a JDK (javac): apt-get install default-jdk-headless")
+    require_tool("javac", f"apt-get install default-jdk-headless ({SETUP_HINT})")
     src = tmp_path / "src"
     (src / "org" / "dacapo" / "harness").mkdir(parents=True)
     (src / "org" / "dacapo" / "harness" / "CommandLineArgs.java").write_text(_STUB_ARGS)
@@ -240,9 +239,10 @@ def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> N
         timeout=120,
     )
     iterations = 5
+    # a small JVM (one GC thread, C1 only, 64 MB heap): six of them on a busy 2-core machine
     command = (
-        f"java -Xshare:auto -Dduet.results=results.csv -cp {classes} "
-        f"FakeHarness {iterations} 3000000"
+        f"java -Xshare:auto -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx64m "
+        f"-Dduet.results=results.csv -cp {classes} FakeHarness {iterations} 3000000"
     )
     config = tmp_path / "duet.yml"
     config.write_text(
@@ -252,7 +252,7 @@ def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> N
                     "name": "dacapo-callback",
                     "seed": 1,
                     "repetitions": {"seqn": 1, "aduet": 1, "sduet": 1},
-                    "timeout": "60s",
+                    "timeout": "120s",
                 },
                 "benchmarks": {
                     "fake": {"harness": "dacapo", "command": command, "results": ["results.csv"]}
@@ -261,7 +261,7 @@ def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> N
         )
     )
     out = tmp_path / "results"
-    r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=180)
+    r = run_duet("run", str(config), "-o", str(out), "--no-compare", timeout=540)
     assert r.returncode == 0, r.stdout + r.stderr
     root = out / "dacapo-callback"
     report = process(root)
@@ -275,13 +275,15 @@ def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> N
             warm = [str(v).lower() for v in rows["harness_warmup"]]
             assert warm == ["true"] * (iterations - 1) + ["false"]
             assert set(rows["workload"]) == {"fake"}
-            # nanoTime duration agrees with the harness' own milliseconds
-            assert ((rows["duration_ns"] / 1e6 - rows["total_ms"]).abs() < 2.0).all()
+            # the callback's nanoTime window encloses the harness's own: at least its
+            # milliseconds (each of its two clock reads truncates less than 1 ms)
+            assert (rows["duration_ns"] / 1e6 > rows["total_ms"] - 1).all()
+            assert (rows["duration_ns"] > 0).all()
     sduet = json.loads((root / "runs" / "fake.sduet.000" / "run.json").read_text())
     assert sduet["status"] == "ok"
     assert sduet["sync"]["go_count"] == iterations
-    # synchronized starts: iteration k of A and B begin within a few ms of each other
-    s = table[table["method"] == "sduet"].pivot(
-        index="iteration", columns="pair", values="start_ns"
-    )
-    assert ((s["A"] - s["B"]).abs() < 100_000_000).all()
+    # synchronized: no side starts iteration k+1 before the other ended iteration k (the
+    # start is the callback's currentTimeMillis: 1 ms of slack)
+    sd = table[table["method"] == "sduet"].sort_values("iteration")
+    a, b = (sd[sd["pair"] == p] for p in "AB")
+    assert lockstep_violations(a.start_ns, a.end_ns, b.start_ns, b.end_ns, 1_000_000) == []

@@ -1,4 +1,10 @@
-"""The noisy neighbour: seeded schedules, cleanup guarantees, and that it really interferes."""
+"""The noisy neighbour: seeded schedules, cleanup guarantees, and that it really interferes.
+
+Interference is judged by CPU time measured side by side (the neighbour's worker and a
+loop pinned to the same core share it about evenly, whatever else loads the machine),
+never by how much slower the loop ran: that depends on the machine's other load and is
+measured by benchmarks/noise_interference.py. Waits have deadlines that only catch hangs.
+"""
 
 from __future__ import annotations
 
@@ -17,13 +23,19 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+from tests.conftest import HANG_S, SETUP_HINT, require_tool
 
 from duetbench.commands.noise import register
 from duetbench.errors import DuetError
 from duetbench.noise import NoisyNeighbour, patterns
 
 BACKENDS = ["stress-ng", "python"]
-WORKER_NAMES = ("stress-ng-cpu", "stress-ng-strea", "duet-noise-cpu", "duet-noise-mem")
+# the load processes of each backend (a stress-ng test must not pass on the Python
+# fallback: its own test is test_failing_stress_ng_falls_back_to_python_workers)
+WORKER_NAMES = {
+    "stress-ng": ("stress-ng-cpu", "stress-ng-strea"),
+    "python": ("duet-noise-cpu", "duet-noise-mem"),
+}
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
@@ -78,8 +90,19 @@ def kill_leftovers(proc: subprocess.Popen[str] | None, pgid: int | None) -> None
         os.killpg(pgid, signal.SIGKILL)
 
 
-def has_workers(pgid: int) -> bool:
-    return any(comm.startswith(WORKER_NAMES) for _, comm in members(pgid))
+def has_workers(pgid: int, backend: str = "stress-ng") -> bool:
+    """Load processes of ``backend`` run in the group, and none of the other backend."""
+    comms = [comm for _, comm in members(pgid)]
+    other = "python" if backend == "stress-ng" else "stress-ng"
+    assert not any(c.startswith(WORKER_NAMES[other]) for c in comms), (backend, comms)
+    return any(c.startswith(WORKER_NAMES[backend]) for c in comms)
+
+
+def backend_ready(backend: str) -> str:
+    """The backend to test; stress-ng missing is a failure with how to install it."""
+    if backend == "stress-ng":
+        require_tool("stress-ng", f"apt-get install stress-ng ({SETUP_HINT})")
+    return backend
 
 
 def _run_python(code: str) -> subprocess.Popen[str]:
@@ -175,13 +198,16 @@ def test_print_schedule_cli() -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_start_stop_leaves_no_process(backend: str) -> None:
     before = set(my_children())
-    n = NoisyNeighbour("cpu", seed=0, cpus=[0], intensity=0.2, backend=backend, on_range=(5, 5))
+    n = NoisyNeighbour(
+        "cpu", seed=0, cpus=[0], intensity=0.2, backend=backend_ready(backend), on_range=(60, 60)
+    )
     n.start()
     try:
+        assert n.backend == backend
         pgid = n.pgid
         assert pgid == n.pid and pgid != os.getpgrp()
         assert os.getsid(pgid) == os.getsid(0)  # same session: autogroup (docs/noise.md)
-        assert wait_for(lambda: has_workers(pgid), 5), members(pgid)
+        assert wait_for(lambda: has_workers(pgid, backend), HANG_S), members(pgid)
     finally:
         n.stop()
     assert members(pgid) == []
@@ -190,9 +216,12 @@ def test_start_stop_leaves_no_process(backend: str) -> None:
 
 
 def test_context_manager_memory_and_duration() -> None:
-    with NoisyNeighbour("memory", seed=2, cpus=[0], intensity=0.5, on_range=(5, 5)) as n:
+    backend = backend_ready("stress-ng")
+    with NoisyNeighbour(
+        "memory", seed=2, cpus=[0], intensity=0.5, on_range=(60, 60), backend=backend
+    ) as n:
         pgid = n.pgid
-        assert wait_for(lambda: has_workers(pgid), 5), members(pgid)
+        assert wait_for(lambda: has_workers(pgid, backend), HANG_S), members(pgid)
     assert members(pgid) == []
     # duration: ends by itself, through an on and an off period
     n = NoisyNeighbour(
@@ -201,20 +230,23 @@ def test_context_manager_memory_and_duration() -> None:
     )  # fmt: skip
     n.start()
     pgid = n.pgid
-    assert n.wait(timeout=5)
-    assert wait_for(lambda: members(pgid) == [], 2)
+    assert n.wait(timeout=HANG_S)  # it ends by itself (a hang fails here)
+    assert wait_for(lambda: members(pgid) == [], HANG_S)
     n.stop()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_controller_sigkill_leaves_nothing(backend: str) -> None:
-    n = NoisyNeighbour("cpu", seed=0, cpus=[0], intensity=0.2, backend=backend, on_range=(9, 9))
+    n = NoisyNeighbour(
+        "cpu", seed=0, cpus=[0], intensity=0.2, backend=backend_ready(backend), on_range=(60, 60)
+    )
     n.start()
     pgid = n.pgid
     try:
-        assert wait_for(lambda: has_workers(pgid), 5), members(pgid)
+        assert wait_for(lambda: has_workers(pgid, backend), HANG_S), members(pgid)
         os.kill(n.pid, signal.SIGKILL)  # the load processes' own parent-death signal
-        assert wait_for(lambda: members(pgid) == [], 3), members(pgid)
+        # (the on period lasts a minute: only the death signal can have ended them)
+        assert wait_for(lambda: members(pgid) == [], HANG_S), members(pgid)
     finally:
         n.stop()
 
@@ -226,12 +258,10 @@ def test_failing_stress_ng_falls_back_to_python_workers(
     fake.write_text("#!/bin/sh\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    with NoisyNeighbour("cpu", seed=0, cpus=[0], intensity=0.2, on_range=(5, 5)) as n:
+    with NoisyNeighbour("cpu", seed=0, cpus=[0], intensity=0.2, on_range=(60, 60)) as n:
         assert n.backend == "stress-ng"
         pgid = n.pgid
-        assert wait_for(lambda: any(c == "duet-noise-cpu" for _, c in members(pgid)), 5), members(
-            pgid
-        )
+        assert wait_for(lambda: has_workers(pgid, "python"), HANG_S), members(pgid)
     assert members(pgid) == []
 
 
@@ -239,11 +269,11 @@ _PARENT = """
     import sys, time
     from duetbench.noise import NoisyNeighbour
     n = NoisyNeighbour("cpu", seed=1, cpus=[0], intensity=0.2, backend=sys.argv[1],
-                       on_range=(9, 9))
+                       on_range=(600, 600))
     n.start()
     print(n.pgid, flush=True)
     try:
-        time.sleep(60)
+        time.sleep(3600)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         sys.exit(3)
@@ -251,7 +281,7 @@ _PARENT = """
 
 
 def _start_parent(backend: str) -> tuple[subprocess.Popen[str], int]:
-    code = _PARENT.replace("sys.argv[1]", repr(backend))
+    code = _PARENT.replace("sys.argv[1]", repr(backend_ready(backend)))
     proc = _run_python(code)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -259,7 +289,7 @@ def _start_parent(backend: str) -> tuple[subprocess.Popen[str], int]:
         kill_leftovers(proc, None)
         pytest.fail(f"parent did not start a neighbour: {line!r} {proc.stderr.read()!r}")
     pgid = int(line)
-    if not wait_for(lambda: has_workers(pgid), 5):
+    if not wait_for(lambda: has_workers(pgid, backend), HANG_S):
         kill_leftovers(proc, pgid)
         pytest.fail(f"no load processes in the neighbour's group: {members(pgid)}")
     return proc, pgid
@@ -271,7 +301,7 @@ def test_parent_sigkill_leaves_nothing(backend: str) -> None:
     try:
         proc.kill()
         proc.wait()
-        assert wait_for(lambda: members(pgid) == [], 3), members(pgid)
+        assert wait_for(lambda: members(pgid) == [], HANG_S), members(pgid)
     finally:
         kill_leftovers(proc, pgid)
 
@@ -281,7 +311,7 @@ def test_parent_signal_stops_neighbour(sig: int, rc: int) -> None:
     proc, pgid = _start_parent("stress-ng")
     try:
         proc.send_signal(sig)
-        assert proc.wait(timeout=10) == rc  # the previous handler still runs (chained)
+        assert proc.wait(timeout=HANG_S) == rc  # the previous handler still runs (chained)
         # stopped by the handler, before the parent exits
         assert members(pgid) == []
     finally:
@@ -296,7 +326,7 @@ def test_cli_runs_until_signal_and_cleans_up(sig: int) -> None:
         p = argparse.ArgumentParser(prog="duet")
         register(p.add_subparsers())
         a = p.parse_args(["noise", "--pattern", "cpu", "--seed", "4", "--intensity", "0.2",
-                          "--cpus", "0", "--on", "9:9"])
+                          "--cpus", "0", "--on", "600:600"])
         sys.exit(a.func(a))
     """
     proc = _run_python(code)
@@ -307,75 +337,15 @@ def test_cli_runs_until_signal_and_cleans_up(sig: int) -> None:
         m = re.search(r"process group (\d+)", header)
         assert m, header
         pgid = int(m.group(1))
-        assert wait_for(lambda: has_workers(pgid), 5)
+        assert wait_for(lambda: has_workers(pgid, backend_ready("stress-ng")), HANG_S)
         proc.send_signal(sig)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=HANG_S) == 0
         assert members(pgid) == []
     finally:
         kill_leftovers(proc, pgid)
 
 
 # -- interference ---------------------------------------------------------------------
-
-
-def _spin(n: int) -> float:
-    t0 = time.perf_counter()
-    x = 0
-    for i in range(n):
-        x += i
-    return time.perf_counter() - t0
-
-
-def _slowdown(pattern: str, backend: str) -> float:
-    """Time of a CPU-bound loop on CPU c with the neighbour on c, over the time without."""
-    cpu = max(os.sched_getaffinity(0))
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {cpu})
-    try:
-        n_iter = int(200_000 * 0.03 / min(_spin(200_000) for _ in range(3)))  # ~30 ms
-        base = min(_spin(n_iter) for _ in range(4))
-        with NoisyNeighbour(
-            pattern, seed=0, cpus=[cpu], intensity=1.0, backend=backend, on_range=(5, 5)
-        ) as n:
-            if pattern != "quiet":
-                assert wait_for(lambda: has_workers(n.pgid), 5)
-            time.sleep(0.1)
-            loaded = [_spin(n_iter) for _ in range(5)]
-        base = min(base, *(_spin(n_iter) for _ in range(4)))
-    finally:
-        os.sched_setaffinity(0, saved)
-    return (statistics.median(loaded) if pattern != "quiet" else min(loaded)) / base
-
-
-def _best_of(
-    attempts: int, pattern: str, backend: str, good: Callable[[float], bool]
-) -> list[float]:
-    """Slowdowns of up to ``attempts`` tries, stopping at the first that satisfies ``good``.
-
-    The machine is shared: another tenant can slow the baseline or the loaded loop for a
-    while, so one try in three has to show the effect. A neighbour that never (cpu) or
-    always (quiet) loads the core fails every try.
-    """
-    seen: list[float] = []
-    for _ in range(attempts):
-        seen.append(_slowdown(pattern, backend))
-        if good(seen[-1]):
-            break
-    return seen
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_cpu_pattern_slows_a_loop_on_the_same_core(backend: str) -> None:
-    # CFS shares the core about evenly between the loop and the neighbour's worker: ~2x
-    seen = _best_of(3, "cpu", backend, lambda r: r > 1.5)
-    assert seen[-1] > 1.5, seen
-
-
-def test_quiet_pattern_does_not_slow() -> None:
-    # quiet adds no load, so some try shows no slowdown; other tenants' phases of a few
-    # seconds can slow one measurement and not the other, hence up to five tries
-    seen = _best_of(5, "quiet", "python", lambda r: r < 1.25)
-    assert seen[-1] < 1.25, seen
 
 
 def group_cpu_seconds(pgid: int) -> float:
@@ -391,21 +361,75 @@ def group_cpu_seconds(pgid: int) -> float:
     return total / tick
 
 
-# quiet: the controller alone (it polls its parent every 50 ms); CPU time is counted in
-# 10 ms ticks, so over a 1 s window 0.15 leaves room for tick rounding and start-up
-@pytest.mark.parametrize(("pattern", "low", "high"), [("quiet", 0.0, 0.15), ("cpu", 0.3, 9.0)])
-def test_neighbour_cpu_use_matches_pattern(pattern: str, low: float, high: float) -> None:
-    """Independent of other tenants' timing noise: what the neighbour itself consumes."""
+LOOP_CPU_S = 0.5  # the window: until the loop has had this much CPU time
+
+
+def _affinities(pgid: int) -> set[frozenset[int]]:
+    out = set()
+    for pid, _ in members(pgid):
+        try:
+            out.add(frozenset(os.sched_getaffinity(pid)))
+        except OSError:  # gone in between
+            pass
+    return out
+
+
+def _side_by_side(pattern: str, backend: str) -> dict:
+    """A CPU-bound loop and the neighbour on the same core, until the loop had LOOP_CPU_S
+    of CPU: the loop's and the neighbour's CPU s, the wall s, the core, the group's
+    process names and CPU sets."""
     cpu = max(os.sched_getaffinity(0))
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
     names: set[str] = set()
-    with NoisyNeighbour(pattern, seed=0, cpus=[cpu], on_range=(5, 5)) as n:
-        if pattern != "quiet":
-            assert wait_for(lambda: has_workers(n.pgid), 5)
-        c0, t0 = group_cpu_seconds(n.pgid), time.monotonic()
-        while time.monotonic() - t0 < 1.0:
-            names |= {comm for _, comm in members(n.pgid)}
-            time.sleep(0.05)
-        share = (group_cpu_seconds(n.pgid) - c0) / (time.monotonic() - t0)
-    assert low <= share <= high, share
+    cpusets: set[frozenset[int]] = set()
+    try:
+        with NoisyNeighbour(
+            pattern, seed=0, cpus=[cpu], intensity=1.0, backend=backend, on_range=(600, 600)
+        ) as n:
+            if pattern != "quiet":
+                assert wait_for(lambda: has_workers(n.pgid, backend), HANG_S), members(n.pgid)
+            c0, t0, w0 = group_cpu_seconds(n.pgid), time.thread_time(), time.monotonic()
+            x = 0
+            while time.thread_time() - t0 < LOOP_CPU_S:
+                for i in range(20_000):
+                    x += i
+                names |= {comm for _, comm in members(n.pgid)}
+                cpusets |= _affinities(n.pgid)
+                assert time.monotonic() - w0 < HANG_S, "the loop got no CPU"
+            loop, wall = time.thread_time() - t0, time.monotonic() - w0
+            neighbour = group_cpu_seconds(n.pgid) - c0
+    finally:
+        os.sched_setaffinity(0, saved)
+    print(
+        f"\n{pattern}/{backend}: loop {loop:.2f} s CPU, neighbour {neighbour:.2f} s, {wall:.2f} s wall"
+    )
+    return dict(loop=loop, neighbour=neighbour, wall=wall, cpu=cpu, names=names, cpusets=cpusets)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cpu_pattern_slows_a_loop_on_the_same_core(backend: str) -> None:
+    """The cpu worker runs on the loop's core and takes about half of it: the scheduler
+    shares the core between the two (same session, docs/noise.md), whatever else runs."""
+    r = _side_by_side("cpu", backend_ready(backend))
+    assert r["cpusets"] == {frozenset({r["cpu"]})}  # every process of it on that core
+    assert r["neighbour"] > 0.5 * r["loop"], r  # ~1.0 x the loop's
+
+
+def test_quiet_pattern_does_not_slow() -> None:
+    """quiet runs no load: its controller (polling every 50 ms) takes next to nothing of
+    the core beside the loop (CPU time is read in 10 ms ticks: 0.1 covers that)."""
+    r = _side_by_side("quiet", "python")
+    assert r["neighbour"] < 0.1 * r["loop"], r
+    assert r["names"] == {"duet-noise"}  # the controller only, never a load process
+
+
+@pytest.mark.parametrize(("pattern", "backend"), [("quiet", "python"), ("cpu", "stress-ng")])
+def test_neighbour_cpu_use_matches_pattern(pattern: str, backend: str) -> None:
+    """The loop and the neighbour share one core: together they never get more CPU
+    seconds than wall seconds (plus 10 ms ticks on the two reads of each process)."""
+    r = _side_by_side(pattern, backend_ready(backend))
+    assert r["loop"] + r["neighbour"] <= r["wall"] + 2 * 0.01 * (len(r["names"]) + 1), r
+    assert r["cpusets"] == {frozenset({r["cpu"]})}
     if pattern == "quiet":
-        assert names == {"duet-noise"}  # the controller only, never a load process
+        assert r["names"] == {"duet-noise"}

@@ -85,23 +85,54 @@ def recorded_as_is(root, run_id: str) -> None:
         if e["run_id"] == run_id:
             e.update(run_sha256=file_digest(run_json), status=run["status"])
     journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
+# B's command: wait until A has ended two more iterations than when it began (A then
+# has to go on past its own 3 as filler), see tests/test_runner.py
+WAIT_FOR_TWO_OF_A = (
+    "sh -c 'f=../A/iterations.csv; until [ -f $f ]; do sleep 0.01; done; n=$(wc -l < $f); "
+    "while [ $(wc -l < $f) -lt $((n + 2)) ]; do sleep 0.01; done'"
+)
+# A harness writing 4 iterations per side; the 3rd (iteration 2) of side B failed
+FAILING_ITERATION = (
+    "sh -c 'echo iteration,start_ns,end_ns,exit_code > out.csv; for i in 0 1 2 3; do "
+    "c=0; [ $DUET_PAIR = B ] && [ $i = 2 ] && c=1; "
+    "echo $i,$((1000 * i + 1)),$((1000 * i + 500)),$c >> out.csv; done'"
+)
 
 
 def test_filler_and_failed_iterations_are_excluded_with_counts(tmp_path):
     cfg = tmp_path / "duet.yml"
-    cfg.write_text("""
-experiment: {name: f, repetitions: {aduet: 1}}
+    cfg.write_text(f"""
+experiment: {{name: f, repetitions: {{aduet: 1}}}}
 benchmarks:
   uneven:
     iterations: 3
     busy_shorter_side: true
-    A: {command: "sleep 0.01"}
-    B: {command: "sleep 0.15"}
+    A: {{command: "sleep 0.01"}}
+    B: {{command: "{WAIT_FOR_TWO_OF_A}"}}
+  failing:
+    harness: generic
+    results: [out.csv]
+    command: "{FAILING_ITERATION}"
 """)
     assert run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare").returncode == 0
+    raw = pd.read_csv(tmp_path / "res" / "f" / "runs" / "uneven.aduet.000" / "A" / "iterations.csv")
+    fillers = int(raw["filler"].sum())
+    assert fillers >= 3  # B's 3 iterations needed 6 of A's
     rep = process(tmp_path / "res" / "f")
-    assert rep.iterations_excluded.get("filler", 0) >= 3
-    assert (rep.table.groupby("pair").size() == 3).all()
+    assert rep.runs_excluded == {}
+    assert rep.iterations_excluded == {"filler": fillers, "failed": 1}
+    t = rep.table
+    assert (t[t.benchmark == "uneven"].groupby("pair").size() == 3).all()
+    failing = t[t.benchmark == "failing"].sort_values(["pair", "start_ns"])
+    # B's failed iteration 2 is gone (its start 2001); the rest are numbered 0.. again
+    assert failing.groupby("pair")["start_ns"].apply(list).to_dict() == {
+        "A": [1, 1001, 2001, 3001],
+        "B": [1, 1001, 3001],
+    }
+    assert failing.groupby("pair")["iteration"].apply(list).to_dict() == {
+        "A": [0, 1, 2, 3],
+        "B": [0, 1, 2],
+    }
 
 
 def test_table_from_another_tool():
@@ -124,25 +155,35 @@ def test_table_from_another_tool():
         validate_table(df.drop(columns=["pair"]))
 
 
+# Iterations 0-2 of each side end at once; the 4th (and every later) call hangs, so
+# exactly 3 iterations are finished when the timeout stops the run (the count of calls
+# is per side: each side runs in its own directory)
+THREE_THEN_HANG = (
+    "sh -c 'n=$(cat calls 2>/dev/null || echo 0); echo $((n + 1)) > calls; "
+    "[ $n -lt 3 ] || exec sleep 3600'"
+)
+
+
 def test_timed_out_run_keeps_its_finished_iterations(tmp_path):
     cfg = tmp_path / "duet.yml"
-    cfg.write_text("""
-experiment: {name: to, repetitions: {aduet: 1}, kill_grace: 1s}
+    cfg.write_text(f"""
+experiment: {{name: to, repetitions: {{aduet: 1}}, kill_grace: 1s}}
 benchmarks:
   long:
     iterations: 50
-    timeout: 1.5s
-    command: "sleep 0.2"
+    timeout: 10s
+    command: "{THREE_THEN_HANG}"
 """)
     assert (
         run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare").returncode == 4
     )  # a timed-out run: exit 4 (README, "Exit status")
     rep = process(tmp_path / "res" / "to")
     assert rep.runs_partial == 1 and rep.runs_excluded == {}
-    per_side = rep.table.groupby("pair").size()
-    assert (per_side >= 2).all() and (per_side < 50).all()
-    # the iteration killed by the timeout is not in the table
-    assert (rep.table["duration_ns"] > 150e6).all()
+    # the finished iterations are kept, the one killed by the timeout is not in the table
+    assert rep.table.groupby("pair")["iteration"].apply(list).to_dict() == {
+        "A": [0, 1, 2],
+        "B": [0, 1, 2],
+    }
 
 
 def test_half_warmup_is_per_workload_and_reserved_columns_survive():

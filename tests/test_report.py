@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import ROOT, run_duet
+from tests.conftest import HANG_S, ROOT, SETUP_HINT, run_duet
 
 from duetbench.analysis.simulate import simulate
 from duetbench.report.compare_cli import Loaded
@@ -88,7 +88,9 @@ class Browser:
         msg, self._buf = self._buf.split(b"\0", 1)
         return json.loads(msg)
 
-    def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60) -> Any:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = HANG_S
+    ) -> Any:
         self._id += 1
         msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
         if self.session and not method.startswith(("Target.", "Browser.")):
@@ -194,7 +196,7 @@ def load_in_chromium(html: Path, tmp: Path, shot: str) -> dict[str, Any]:
     try:
         t0 = time.monotonic()
         browser.open(html.resolve().as_uri())
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + HANG_S
         while True:
             if browser.js("document.body && document.body.getAttribute('data-rendered-ms')"):
                 break
@@ -277,9 +279,9 @@ def test_quickstart_report_is_offline_small_and_renders(quickstart_results, tmp_
         "plots": s["plots"],
     }
     (ARTIFACTS / "report-timing.json").write_text(json.dumps(timing, indent=2) + "\n")
+    # how fast it draws is reported, not asserted (docs/performance.md has the figures);
+    # load_in_chromium fails if the plots never finish drawing
     print(f"\nHTML report of the quickstart: {timing}")
-    # generous: the target is < 5 s on a normal machine (docs/performance.md)
-    assert s["wall_s"] < 60
 
 
 def test_report_of_a_multi_host_table_renders(tmp_path) -> None:
@@ -329,4 +331,5 @@ def test_markdown_of_a_table_without_duets() -> None:
 
 @pytest.fixture(autouse=True, scope="module")
 def _chromium_present() -> None:
-    assert Path(CHROMIUM).exists(), "the report tests need chromium (CI installs it)"
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"chromium is not installed: apt-get install chromium ({SETUP_HINT})")

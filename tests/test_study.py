@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import shutil
+import re
 import subprocess
 import sys
 import time
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import HANG_S, SETUP_HINT, require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "benchmarks" / "methods_study.py"
@@ -94,17 +95,18 @@ def test_hyperfine_verdict_from_mean_sd_overlap() -> None:
 
 
 def test_hyperfine_verdict_on_real_export(tmp_path: Path) -> None:
-    if shutil.which("hyperfine") is None:
-        pytest.fail("needs hyperfine: scripts/setup-system.sh installs it")
+    require_tool("hyperfine", f"apt-get install hyperfine ({SETUP_HINT})")
     out = tmp_path / "h.json"
+    # B sleeps a second per run (a sleep never ends early), A exits at once: a difference
+    # no stall of a busy machine can hide in 3 runs each
     subprocess.run(
         ["hyperfine", "-N", "--runs", "3", "--style", "none", "--export-json", str(out),
-         "-n", "A", "true", "-n", "B", "true"],
-        check=True, capture_output=True, timeout=60,
+         "-n", "A", "true", "-n", "B", "sleep 1"],
+        check=True, capture_output=True, timeout=HANG_S,
     )  # fmt: skip
     r = ms.hyperfine_verdict(json.loads(out.read_text()))
-    assert r.verdict in ("same", "slower", "faster")
-    assert r.runs_a == r.runs_b == 3 and r.mean_a_s > 0
+    assert r.verdict == "slower" and r.change > 0, r
+    assert r.runs_a == r.runs_b == 3 and 0 < r.mean_a_s < r.mean_b_s and r.mean_b_s >= 1.0
 
 
 def _pyperf_file(path: Path, values: list[float], workers: int = 3) -> Path:
@@ -231,53 +233,81 @@ def test_smoke_run_has_every_method_and_tool(tmp_path: Path) -> None:
     print(f"smoke run: {elapsed:.0f} s")
 
 
+# A harness whose iterations last a known time whatever the machine's load: each sleeps
+# SECONDS (a sleep never ends early; it ends a wake-up latency late, a few ms under load,
+# the same for A and B), timed inside; in a sduet it waits for go first.
+KNOWN_DURATION_HARNESS = """import sys, time
+import duetbench.sync as sync
+
+n, seconds, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+rows = []
+for i in range(n):
+    sync.wait()
+    start = time.time_ns()
+    time.sleep(seconds)
+    rows.append(f"{i},{start},{time.time_ns()}")
+sync.done()
+with open(out, "w") as f:
+    f.write("iteration,start_ns,end_ns\\n" + "\\n".join(rows) + "\\n")
+"""
+
+
 @pytest.mark.timeout(300)
 def test_2x_work_measures_2_with_every_method(tmp_path: Path) -> None:
-    """RQ4's known answer in quiet mode: B = 2x A's operations -> ratio 2.0 within 5 %.
+    """RQ4's known answer through the whole pipeline: B's iterations last exactly 2x A's
+    -> every method measures the ratio 2.0 within 5 % and says "slower", in one try.
 
-    Small real duetbench runs: per method 4 repetitions x 5 iterations of ~50 ms (A) and
-    ~100 ms (B), timed inside the workload (generic harness; in sduet the workload does
-    the handshake itself), so the per-process start-up and the driver's wake-up latency
-    under load are not part of the ratio. The machine is shared, so each method gets up to
-    4 attempts (new runs); it fails if none is within 5 %.
+    Real duetbench runs (generic harness; in sduet the harness does the handshake), per
+    method 3 repetitions of 8 iterations of 250 ms (A) and 4 of 500 ms (B): the same
+    span, so an aduet run keeps overlapping pairs even if one side starts late. The
+    durations are sleeps, so the answer is known on a busy machine too (a sleep ends a
+    wake-up latency late, the same few ms for A and B: 1 % of the ratio per 5 ms). Whether CPU-bound work that is
+    2x as long *measures* 2x under interference is a property of the machine and the
+    placement, not of the pipeline: benchmarks/methods_study.py measures it (ratio_x2,
+    docs/performance.md), and issue 15 covers the methods under a busy intruder.
     """
     from duetbench.analysis import compare
     from duetbench.config import loads_config
     from duetbench.process import process
+    from duetbench.report.compare_cli import lost_run_notes
     from duetbench.schedule.inline import run_experiment
 
-    workload = ms.ensure_workload()
-    ops = 25_000_000
+    harness = tmp_path / "known.py"
+    harness.write_text(KNOWN_DURATION_HARNESS)
 
-    def side(n: int) -> str:
-        return f"{{command: {workload} int {n} 5 -o out.csv}}"
+    def side(n: int, seconds: float) -> str:
+        return f"{{command: {sys.executable} {harness} {n} {seconds} out.csv}}"
 
-    seen: dict[str, list[float]] = {m: [] for m in ms.METHODS}
-    todo = set(ms.METHODS)
-    for attempt in range(4):
-        text = f"""
+    text = f"""
 experiment:
-  name: x2-{attempt}
-  seed: {11 + attempt}
-  repetitions: {{seqn: 4, aduet: 4, sduet: 4}}
-  timeout: 60s
+  name: x2
+  seed: 11
+  repetitions: {{seqn: 3, aduet: 3, sduet: 3}}
+  timeout: 120s
   default_artifacts: false
 benchmarks:
   x2:
     harness: generic
     results: [out.csv]
-    A: {side(ops)}
-    B: {side(2 * ops)}
+    A: {side(8, 0.25)}
+    B: {side(4, 0.5)}
 """
-        exp = loads_config(text, tmp_path / "duet.yml")
-        summary = run_experiment(exp, tmp_path / "res")
-        res = compare(process(summary.root).table, test="ratio")
-        for row in res.itertuples(index=False):
-            if row.method in todo:
-                ratio = 1.0 + float(row.change)
-                seen[row.method].append(round(ratio, 3))
-                if abs(ratio / 2.0 - 1.0) <= 0.05:
-                    todo.discard(row.method)
-        if not todo:
-            break
-    assert not todo, f"2x ratio not within 5 % of 2.0 in 4 attempts: {seen}"
+    exp = loads_config(text, tmp_path / "duet.yml")
+    summary = run_experiment(exp, tmp_path / "res")
+    assert summary.statuses == {"ok": 3 * 2 + 3 + 3}, summary.statuses
+    table = process(summary.root).table
+    res = compare(table, test="ratio")
+    ratios = {row.method: 1.0 + float(row.change) for row in res.itertuples(index=False)}
+    print(f"\nmeasured B/A: {ratios}")
+    assert set(ratios) == set(ms.METHODS)
+    # an aduet run whose sides never overlapped by more than m (one started very late)
+    # is left out, and the note says so: every run is used or reported
+    lost = {"aduet": 0}
+    for note in lost_run_notes(res, table, 0.4):
+        m = re.match(r"x2 aduet: (\d+) of 3 runs had no iteration pair", note)
+        assert m, note
+        lost["aduet"] = int(m[1])
+    for row in res.itertuples(index=False):
+        assert row.runs + lost.get(row.method, 0) == 3 and row.runs >= 1, row
+        assert abs(ratios[row.method] / 2.0 - 1.0) <= 0.05, ratios
+        assert row.verdict == "slower", row

@@ -306,12 +306,7 @@ def render_terminal(
     title = (
         f"{rich_text(loaded.experiment or loaded.source)}: {_test_label(args.test)}, {conf} "
         f"{args.interval} interval; "
-        "change = B vs A, + means B slower"
-        + (
-            f", threshold {parse_threshold(args.threshold) * 100:g} %"
-            if parse_threshold(args.threshold)
-            else ""
-        )
+        "change = B vs A, + means B slower" + _threshold_text(args)
     )
     table = Table(title=title, title_justify="left")
     for h in HEADERS:
@@ -338,14 +333,25 @@ def render_terminal(
     _print_problems(console, loaded)
 
 
-def _print_problems(console: Any, loaded: Loaded) -> None:
+def _excluded(loaded: Loaded) -> str:
+    """What `duet process` left out, e.g. ``1 failed run(s), 6 filler iteration(s)``."""
     runs = loaded.excluded.get("runs") or {}
     its = loaded.excluded.get("iterations") or {}
-    notes = [f"{n} {k} run(s)" for k, n in sorted(runs.items())] + [
-        f"{n} {k} iteration(s)" for k, n in sorted(its.items())
-    ]
-    if notes:
-        console.print(f"[dim]excluded: {', '.join(notes)}[/]")
+    return ", ".join(
+        [f"{n} {k} run(s)" for k, n in sorted(runs.items())]
+        + [f"{n} {k} iteration(s)" for k, n in sorted(its.items())]
+    )
+
+
+def _threshold_text(args: argparse.Namespace) -> str:
+    t = parse_threshold(args.threshold)
+    return f", threshold {t * 100:g} %" if t else ""
+
+
+def _print_problems(console: Any, loaded: Loaded) -> None:
+    excluded = _excluded(loaded)
+    if excluded:
+        console.print(f"[dim]excluded: {excluded}[/]")
     if loaded.excluded.get("timed_out_runs_used"):
         console.print(
             f"[dim]{loaded.excluded['timed_out_runs_used']} timed-out run(s): their finished "
@@ -366,7 +372,7 @@ def render_markdown(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace
         f"### duetbench: {md_text(loaded.experiment or loaded.source)}",
         "",
         f"{_test_label(args.test)}, {args.confidence * 100:g} % {args.interval} interval; "
-        "change = B vs A, positive = B slower.",
+        f"change = B vs A, positive = B slower{_threshold_text(args)}.",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|" + "---|" * len(HEADERS),
@@ -377,6 +383,11 @@ def render_markdown(rows: pd.DataFrame, loaded: Loaded, args: argparse.Namespace
         cells[0] = md_text(cells[0])  # benchmark (@host): user text
         cells[-1] = icons.get(cells[-1], cells[-1])
         lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
+    notes = lost_run_notes(rows, loaded.table, args.min_overlap)
+    if notes:  # as in the terminal: what a verdict leaves out
+        lines += ["", "Notes:", *[f"- {md_text(n)}" for n in notes]]
+    if _excluded(loaded):
+        lines += ["", f"Excluded: {md_text(_excluded(loaded))}."]
     if loaded.problems:
         lines += ["", "Problems:", *[f"- {md_text(p)}" for p in loaded.problems]]
     return "\n".join(lines) + "\n"
