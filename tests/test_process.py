@@ -12,9 +12,9 @@ from tests.conftest import run_duet
 
 import duetbench
 from duetbench.errors import ResultFileError
-from duetbench.manifest import file_digest, manifest
 from duetbench.process import process, validate_table
 from duetbench.schema import CORE_COLUMNS
+from duetbench.store.manifest import file_digest, manifest
 
 
 def test_quickstart_processes_into_the_documented_table(quickstart_results, tmp_path):
