@@ -204,7 +204,8 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 f"the config has: {', '.join(names)}"
             )
     total = sum(
-        runs_of_counts(b.reps("seqn"), b.reps("aduet"), b.reps("sduet")) for b in exp.benchmarks
+        runs_of_counts(b.reps(Method.SEQN), b.reps(Method.ADUET), b.reps(Method.SDUET))
+        for b in exp.benchmarks
     )
     if total > MAX_RUNS:  # load_config says where; this guards experiments built in code
         raise ConfigError(

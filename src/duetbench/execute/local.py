@@ -217,7 +217,7 @@ class LocalExecutor:
             deadline = time.monotonic() + spec.timeout if spec.timeout else None
             watch = self._hang_watch(spec, drivers)
             stopped = self._wait(drivers, deadline, coordinator, side_info, watch)
-            if stopped == "timeout":
+            if stopped == RunStatus.TIMEOUT:
                 status = RunStatus.TIMEOUT
                 message = f"timeout after {spec.timeout:g} s; both sides stopped"
                 self._terminate(drivers, spec.kill_grace, side_info)
@@ -354,7 +354,7 @@ class LocalExecutor:
         side_info: dict[str, dict[str, Any]],
         watch: HangWatch | None = None,
     ) -> str | None:
-        """Wait for every side to end; ``"timeout"`` or the hung message when stopped early."""
+        """Wait for every side to end; RunStatus.TIMEOUT or the hung message when stopped early."""
         pending = dict(drivers)
         while pending:
             for name, proc in list(pending.items()):
@@ -367,7 +367,7 @@ class LocalExecutor:
                 return None
             now = time.monotonic()
             if deadline is not None and now >= deadline:
-                return "timeout"
+                return RunStatus.TIMEOUT
             if watch is not None and watch.due(now):
                 idle = watch.check(now, pending)
                 if idle:

@@ -320,7 +320,7 @@ class ResultsStore:
             if run is not None:
                 continue
             if os.path.lexists(self.run_dir(rid)):
-                self._set_aside(rid, "damaged")
+                self._set_aside(rid, DAMAGED)
             self._journal.append(damaged_entry(rid, problem))
             self.damaged[rid] = str(problem)
         finished = {rid for rid, e in last.items() if e["status"] in FINISHED_STATUSES}
