@@ -108,6 +108,11 @@ class RunSpec:
                 return s
         raise KeyError(name)
 
+    def record_fields(self) -> dict[str, Any]:
+        """What the run's record (records.RunRecord) takes from its spec."""
+        identity = ("run_id", "benchmark", "suite", "method", "rep", "order")
+        return {k: getattr(self, k) for k in identity} | {"spec": self.to_dict()}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON data (experiment.json's plan, the payload of a cluster task)."""
         d = asdict(self)

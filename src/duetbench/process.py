@@ -328,7 +328,7 @@ def validate_table(df: pd.DataFrame, path: str | Path = "<table>") -> pd.DataFra
         ends = dur.groupby([df["benchmark"], df["method"], df["run"], df["pair"]]).cumsum()
         df["end_ns"] = ends
         df["start_ns"] = ends - dur
-    for col in ("run", "iteration", "start_ns", "end_ns"):
+    for col in (c for c in REQUIRED_COLUMNS if COLUMN[c].dtype == "int64"):
         df[col] = _integer_column(df, col, path)
     if "duration_ns" not in df.columns:
         df["duration_ns"] = df["end_ns"] - df["start_ns"]

@@ -250,17 +250,11 @@ class LocalExecutor:
         if status == RunStatus.OK and problems:
             status, message = RunStatus.FAILED, "; ".join(problems)
         record = RunRecord(
-            run_id=spec.run_id,
-            benchmark=spec.benchmark,
-            suite=spec.suite,
-            method=spec.method,
-            rep=spec.rep,
-            order=spec.order,
+            **spec.record_fields(),
             host=self.host,
             executor=self.name,
             status=status,
             message=message,
-            spec=spec.to_dict(),
             sides=sides,
             all_cores_busy=bool(spec.is_duet and all_busy and cpus),
             start_ns=start_ns,

@@ -37,17 +37,11 @@ def lost_record(spec: RunSpec, host: str, executor: str, message: str) -> RunRec
     """The record of a run lost on every attempt without a result: interrupted, no sides."""
     now = time.time_ns()
     return RunRecord(
-        run_id=spec.run_id,
-        benchmark=spec.benchmark,
-        suite=spec.suite,
-        method=spec.method,
-        rep=spec.rep,
-        order=spec.order,
+        **spec.record_fields(),
         host=host,
         executor=executor,
         status=RunStatus.INTERRUPTED,
         message=message,
-        spec=spec.to_dict(),
         start_ns=now,
         end_ns=now,
     )
@@ -272,16 +266,18 @@ class Coordinator:
         record = self.relocated(a.spec, res)
         self.store.commit_run_contents(a.spec.run_id, res["files"], record)
         roundtrip = time.monotonic() - a.dispatched
-        self.session.event(
+        self.attempt_event(
             "done",
-            run_id=a.spec.run_id,
-            host=h.name,
-            attempt=a.number,
+            a,
             status=record.status,
             execute_s=round(res.get("execute_s", 0.0), 6),
             roundtrip_s=round(roundtrip, 6),  # submit -> committed: execute_s + scheduling
         )
         self.finished(a.spec, record, h)
+
+    def attempt_event(self, kind: str, a: Attempt, **fields: Any) -> None:
+        """An event of an attempt in cluster.jsonl: the run, the host, the attempt's number."""
+        self.session.event(kind, run_id=a.spec.run_id, host=a.host, attempt=a.number, **fields)
 
     def relocated(self, spec: RunSpec, res: dict[str, Any]) -> RunRecord:
         """The worker's run record naming the run's directory in this results directory."""
@@ -314,14 +310,7 @@ class Coordinator:
             self.session.event("quarantined", host=h.name)
         tried = self.lost.setdefault(a.spec.run_id, [])
         tried.append(h.name)
-        self.session.event(
-            "lost",
-            run_id=a.spec.run_id,
-            host=h.name,
-            worker=a.worker,
-            attempt=a.number,
-            reason=reason,
-        )
+        self.attempt_event("lost", a, worker=a.worker, reason=reason)
         if len(tried) <= self.max_retries:
             bisect.insort(self.pending, a.spec, key=lambda r: r.index)
             return
