@@ -556,3 +556,30 @@ benchmarks:
     rows = {r["host"]: r for r in hosts_report(root)["hosts"]}
     assert sum(r["runs"]["lost"] for r in rows.values()) == 2
     assert sum(r["runs"]["interrupted"] for r in rows.values()) == 0  # not counted twice
+
+
+def test_cluster_run_json_keeps_its_keys_and_reads_back_byte_for_byte(tmp_path, cluster):
+    """The coordinator relocates the worker's typed run record (records.py) and writes the
+    keys, in the order, of the fixtures written before records were typed; a run lost on
+    every attempt gets the record it always got."""
+    from tests.test_records import FIXTURES, _generator, as_written, shape
+
+    from duetbench.config import load_config
+    from duetbench.records import RunRecord
+    from duetbench.schedule.cluster.coordinator import lost_record
+
+    _ready(cluster)
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(_generator().CLUSTER)
+    exp = load_config(cfg)
+    summary = run_experiment_cluster(exp, tmp_path / "res", address=cluster["address"])
+    assert summary.statuses == {"ok": 1}
+    path = tmp_path / "res" / "cluster" / "runs" / "d.aduet.000" / "run.json"
+    raw = path.read_text()
+    assert as_written(RunRecord.from_json(json.loads(raw)).to_json()) == raw
+    before = json.loads((FIXTURES / "cluster-d.aduet.000.json").read_text())
+    assert shape(json.loads(raw)) == shape(before)
+    lost = lost_record(make_plan(exp)[0], "h-w0", "local", "lost 1 time(s) on host(s) h-w0: x")
+    before = json.loads((FIXTURES / "cluster-lost-d.aduet.000.json").read_text())
+    assert shape(lost.to_json()) == shape(before)
+    assert as_written(RunRecord.from_json(before).to_json()) == as_written(before)

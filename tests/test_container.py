@@ -558,8 +558,35 @@ def test_executor_alone_as_a_cluster_worker_uses_it(tmp_path: Path, image: str) 
     run_dir.mkdir()
     outcome = executor.execute(spec, run_dir)
     assert outcome.exception is None
-    assert outcome.record["status"] == "ok", outcome.record["message"]
-    assert all(s["iterations"] == 3 for s in outcome.record["sides"].values())
+    assert outcome.record.status == "ok", outcome.record.message
+    assert all(s.iterations == 3 for s in outcome.record.sides.values())
     assert executor._guard is None  # ended with the run
     assert not list(run_dir.rglob(".gate"))
+    assert_nothing_left(name)
+
+
+def test_container_run_json_keeps_its_keys_and_reads_back_byte_for_byte(
+    tmp_path: Path, image: str
+) -> None:
+    """The container executor adds its facts to the typed run record (records.py): run.json
+    has the keys, in the order, of the fixtures written before records were typed."""
+    from tests.test_records import FIXTURES, as_written, shape
+
+    from duetbench.records import RunRecord
+
+    name = unique("rec")
+    benchmarks = {"c": {"A": {"command": "true"}, "B": {"command": "sleep 0.01"}}}
+    cfg = config(
+        tmp_path, name, image, benchmarks, {"iterations": 2}, repetitions={"seqn": 1, "aduet": 1}
+    )
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    runs = sorted((tmp_path / "res" / name / "runs").glob("*/run.json"))
+    assert [p.parent.name for p in runs] == ["c.aduet.000", "c.seqn.000.A", "c.seqn.000.B"]
+    for path in runs:
+        raw = path.read_text()
+        data = json.loads(raw)
+        assert as_written(RunRecord.from_json(data).to_json()) == raw
+        before = json.loads((FIXTURES / f"podman-{path.parent.name}.json").read_text())
+        assert shape(data) == shape(before), path.parent.name
     assert_nothing_left(name)

@@ -19,6 +19,7 @@ from tests.conftest import run_duet
 
 from duetbench.config import loads_config
 from duetbench.plan import make_plan
+from duetbench.records import RunRecord, SideRecord
 from duetbench.report.progress import RichObserver
 
 
@@ -39,9 +40,10 @@ benchmarks:
     obs = RichObserver(Console(file=buf, width=200, force_terminal=False), verbose=True)
     by_bench = {s.benchmark: s for s in plan}
     for spec in by_bench.values():
-        sides = {p: {"iterations": 3} for p in spec.pairs}
+        sides = {n: SideRecord(n, status="ok", iterations=3) for n in spec.side_names}
         obs.run_started(spec)
-        obs.run_finished(spec, {"status": "ok", "sides": sides, "message": ""})
+        record = RunRecord(spec.run_id, spec.benchmark, spec.method, "ok", sides=sides)
+        obs.run_finished(spec, record)
     lines = [line for line in buf.getvalue().splitlines() if line.strip()]
     builtin = next(line for line in lines if "b.aduet.000" in line)
     external = next(line for line in lines if "g.aduet.000" in line)

@@ -12,9 +12,9 @@ from tests.conftest import run_duet
 
 import duetbench
 from duetbench.errors import ResultFileError
-from duetbench.manifest import file_digest, manifest
 from duetbench.process import process, validate_table
 from duetbench.schema import CORE_COLUMNS
+from duetbench.store.manifest import file_digest, manifest
 
 
 def test_quickstart_processes_into_the_documented_table(quickstart_results, tmp_path):
@@ -85,6 +85,8 @@ def recorded_as_is(root, run_id: str) -> None:
         if e["run_id"] == run_id:
             e.update(run_sha256=file_digest(run_json), status=run["status"])
     journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+
 # B's command: wait until A has ended two more iterations than when it began (A then
 # has to go on past its own 3 as filler), see tests/test_runner.py
 WAIT_FOR_TWO_OF_A = (

@@ -21,8 +21,9 @@ from tests.conftest import run_duet
 from duetbench.atomic import write_atomic
 from duetbench.cli import main
 from duetbench.errors import DuetError, ResultsDirError
-from duetbench.lock import LOCK_NAME, ExperimentLock
-from duetbench.store import ResultsStore
+from duetbench.records import RunRecord
+from duetbench.store import ExperimentLock, ResultsStore
+from duetbench.store.layout import LOCK_FILE as LOCK_NAME
 
 PLAN = [{"run_id": f"b.aduet.{i:03d}"} for i in range(4)]
 CSV_HEADER = "iteration,start_ns,end_ns,duration_ns,filler,exit_code\n"
@@ -48,7 +49,7 @@ def commit(store: ResultsStore, run_id: str, status: str = "ok", rows: int = 3) 
         "spec": {"harness": "command"},
         "sides": {p: {"start_ns": 0, "end_ns": 1000 * rows, "cpus": [0]} for p in "AB"},
     }
-    return store.commit_run(tmp, record)
+    return store.commit_run(tmp, RunRecord.from_json(record))
 
 
 @pytest.fixture
@@ -249,7 +250,7 @@ def test_a_sigkilled_holder_leaves_no_stuck_lock(tmp_path):
     root = tmp_path / "exp"
     code = (
         "import sys, time\n"
-        "from duetbench.lock import ExperimentLock\n"
+        "from duetbench.store import ExperimentLock\n"
         "ExperimentLock.acquire(sys.argv[1])\n"
         "print('locked', flush=True)\n"
         "time.sleep(600)\n"

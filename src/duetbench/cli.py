@@ -167,6 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _runs_not_ok(root: Path, exp: Experiment, only: list[str] | None) -> dict[str, str]:
     """The experiment's finished runs (this invocation's and earlier ones) that are not ok."""
     from .plan import make_plan
+    from .schema import RunStatus
     from .store import ResultsStore
 
     ids = {r.run_id for r in make_plan(exp, only)}
@@ -174,7 +175,7 @@ def _runs_not_ok(root: Path, exp: Experiment, only: list[str] | None) -> dict[st
     return {
         rid: str(e.get("status"))
         for rid, e in sorted(finished.items())
-        if rid in ids and e.get("status") != "ok"
+        if rid in ids and e.get("status") != RunStatus.OK
     }
 
 

@@ -17,13 +17,16 @@ from typing import Any
 import numpy as np
 
 from .config.limits import MAX_RUNS, runs_of_counts
-from .config.model import METHOD_NAMES, Benchmark, Experiment
+from .config.model import Benchmark, Experiment
 from .errors import ConfigError
+from .schema import DUET_METHODS, METHODS, SIDES, Method
 
 
 @dataclass(frozen=True)
 class SideSpec:
-    pair: str  # "A" | "B"
+    """One side of a run. ``name`` is written as ``pair`` in experiment.json's plan."""
+
+    name: str  # "A" | "B" (schema.SideName)
     command: str
     env: tuple[tuple[str, str], ...] = ()
     workdir: str | None = None
@@ -33,6 +36,29 @@ class SideSpec:
     setup: str | None = None
     teardown: str | None = None
     mounts: tuple[str, ...] = ()
+
+    @property
+    def pair(self) -> str:
+        """Old name of :attr:`name`, kept while other modules move to it."""
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {"pair": d.pop("name"), **d}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> SideSpec:
+        d = dict(d)
+        name = d.pop("pair", None)
+        return SideSpec(
+            **{
+                "name": d.pop("name", name),
+                **d,
+                "env": tuple(tuple(x) for x in d.get("env", ())),
+                "results": tuple(d.get("results", ())),
+                "mounts": tuple(d.get("mounts", ())),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -44,7 +70,7 @@ class RunSpec:
     experiment: str
     benchmark: str
     suite: str
-    method: str  # seqn | aduet | sduet
+    method: str  # schema.Method
     rep: int
     order: str | None  # "AB" | "BA" for duet runs; None for seqn
     sides: tuple[SideSpec, ...]  # in launch order
@@ -64,41 +90,45 @@ class RunSpec:
 
     @property
     def is_duet(self) -> bool:
-        return self.method in ("aduet", "sduet")
+        return self.method in DUET_METHODS
+
+    @property
+    def side_names(self) -> tuple[str, ...]:
+        """The sides' names in launch order."""
+        return tuple(s.name for s in self.sides)
 
     @property
     def pairs(self) -> tuple[str, ...]:
-        return tuple(s.pair for s in self.sides)
+        """Old name of :attr:`side_names`, kept while other modules move to it."""
+        return self.side_names
 
-    def side(self, pair: str) -> SideSpec:
+    def side(self, name: str) -> SideSpec:
         for s in self.sides:
-            if s.pair == pair:
+            if s.name == name:
                 return s
-        raise KeyError(pair)
+        raise KeyError(name)
+
+    def record_fields(self) -> dict[str, Any]:
+        """What the run's record (records.RunRecord) takes from its spec."""
+        identity = ("run_id", "benchmark", "suite", "method", "rep", "order")
+        return {k: getattr(self, k) for k in identity} | {"spec": self.to_dict()}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON data (experiment.json's plan, the payload of a cluster task)."""
+        d = asdict(self)
+        d["sides"] = [s.to_dict() for s in self.sides]
+        return d
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> RunSpec:
         d = dict(d)
-        d["sides"] = tuple(
-            SideSpec(
-                **{
-                    **s,
-                    "env": tuple(tuple(x) for x in s.get("env", ())),
-                    "results": tuple(s.get("results", ())),
-                    "mounts": tuple(s.get("mounts", ())),
-                }
-            )
-            for s in d["sides"]
-        )
+        d["sides"] = tuple(SideSpec.from_dict(s) for s in d["sides"])
         if isinstance(d.get("cpus"), list):
             d["cpus"] = tuple(d["cpus"])
         return RunSpec(**d)
 
 
-def stable_key(*parts: object) -> int:
+def seed_key(*parts: object) -> int:
     """A 64-bit integer from strings, identical across processes and platforms."""
     h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8)
     return int.from_bytes(h.digest(), "little")
@@ -111,13 +141,13 @@ def _balanced(rng: np.random.Generator, n: int, values: tuple[Any, Any]) -> list
     return [seq[i] for i in rng.permutation(n)]
 
 
-def _side(bench: Benchmark, pair: str, method: str, slot: int | None) -> SideSpec:
-    s = bench.side(pair)
+def _side(bench: Benchmark, name: str, method: str, slot: int | None) -> SideSpec:
+    s = bench.side(name)
     command = s.command
-    if method == "sduet" and bench.external and s.sync_command:
+    if method == Method.SDUET and bench.external and s.sync_command:
         command = s.sync_command
     return SideSpec(
-        pair=pair,
+        name=name,
         command=command,
         env=s.env,
         workdir=s.workdir,
@@ -133,21 +163,21 @@ def _side(bench: Benchmark, pair: str, method: str, slot: int | None) -> SideSpe
 def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     pinned = bench.cpus != "none"
-    for method in METHOD_NAMES:
+    for method in METHODS:
         n = bench.reps(method)
         if n == 0:
             continue
-        rng = np.random.default_rng([exp.seed, stable_key(bench.name, method)])
-        if method == "seqn":
+        rng = np.random.default_rng([exp.seed, seed_key(bench.name, method)])
+        if method == Method.SEQN:
             for rep in range(n):
-                for pair in ("A", "B"):
+                for name in SIDES:
                     runs.append(
                         dict(
-                            run_id=f"{bench.name}.seqn.{rep:03d}.{pair}",
+                            run_id=f"{bench.name}.seqn.{rep:03d}.{name}",
                             method=method,
                             rep=rep,
                             order=None,
-                            sides=(_side(bench, pair, method, 0 if pinned else None),),
+                            sides=(_side(bench, name, method, 0 if pinned else None),),
                         )
                     )
             continue
@@ -155,7 +185,7 @@ def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
         a_slots = _balanced(rng, n, (0, 1))
         for rep in range(n):
             slot = {"A": a_slots[rep], "B": 1 - a_slots[rep]}
-            sides = tuple(_side(bench, p, method, slot[p] if pinned else None) for p in orders[rep])
+            sides = tuple(_side(bench, s, method, slot[s] if pinned else None) for s in orders[rep])
             runs.append(
                 dict(
                     run_id=f"{bench.name}.{method}.{rep:03d}",
@@ -179,7 +209,8 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 f"the config has: {', '.join(names)}"
             )
     total = sum(
-        runs_of_counts(b.reps("seqn"), b.reps("aduet"), b.reps("sduet")) for b in exp.benchmarks
+        runs_of_counts(b.reps(Method.SEQN), b.reps(Method.ADUET), b.reps(Method.SDUET))
+        for b in exp.benchmarks
     )
     if total > MAX_RUNS:  # load_config says where; this guards experiments built in code
         raise ConfigError(
@@ -191,7 +222,7 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
     for bench in exp.benchmarks:
         raw.extend((bench, r) for r in _runs_of(exp, bench))
     if exp.schedule == "rmit":
-        perm = np.random.default_rng([exp.seed, stable_key("rmit")]).permutation(len(raw))
+        perm = np.random.default_rng([exp.seed, seed_key("rmit")]).permutation(len(raw))
         raw = [raw[i] for i in perm]
     container = {
         "engine": exp.container.engine,

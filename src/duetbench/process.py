@@ -1,4 +1,4 @@
-"""Raw runs -> the iterations table (DESIGN.md), and loading tables back.
+"""Raw runs -> the iterations table (docs/results.md), and loading tables back.
 
 ``process(root)`` reads every finished run of a results directory with the
 parser its benchmark names, adds the identifying columns, joins host facts,
@@ -21,28 +21,20 @@ import pandas as pd
 from .atomic import write_atomic
 from .errors import DuetError, ResultFileError, ResultsDirError
 from .parse.registry import SideContext, get_parser
-from .schema import CORE_COLUMNS
+from .records import RunRecord, SideRecord
+from .schema import (
+    COLUMN,
+    CORE_COLUMNS,
+    METHODS,
+    REQUIRED_COLUMNS,
+    RESERVED_COLUMNS,
+    SIDES,
+    USABLE_STATUSES,
+    RunStatus,
+)
 from .store import ResultsStore
 
 HOST_FIELDS = ("cpu_model", "cores", "kernel", "virtualization")
-#: run statuses whose iterations are analysed: a timed-out run keeps the iterations it finished
-USABLE = ("ok", "timeout")
-#: columns the processing step sets itself; a parser's column of the same name is kept as harness_<name>
-RESERVED = (
-    "experiment",
-    "host",
-    "suite",
-    "method",
-    "run",
-    "pair",
-    "order",
-    "run_id",
-    "warmup",
-    "proc_start_ns",
-    "proc_end_ns",
-    "cpu",
-    "synthetic_ts",
-)
 
 
 @dataclass
@@ -90,81 +82,32 @@ def process(root: str | Path) -> ProcessReport:
     frames: list[pd.DataFrame] = []
     parsers: dict[str, Any] = {}
     for run_id, run in store.usable_runs():  # damage is an error, never a skipped run
-        status = run.get("status")
-        if status not in USABLE:
-            report.runs_excluded[status] = report.runs_excluded.get(status, 0) + 1
+        if run.status not in USABLE_STATUSES:
+            report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
-        if (
-            status == "timeout"
-        ):  # iterations finished before the timeout are kept (as the thesis did)
+        if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
             report.runs_partial += 1
-        spec = run.get("spec", {})
-        harness = spec.get("harness", "command")
+        harness = run.spec.get("harness", "command")
         try:
             parser = parsers.get(harness) or get_parser(harness)
         except DuetError as exc:
             report.problems.append(f"{run_id}: {exc}")
             continue
         parsers[harness] = parser
-        host = run.get("host", "")
+        context = _RunContext(store, name, run, hosts, host_cols)
         used = False
-        for pair, side in (run.get("sides") or {}).items():
-            # absolute: result_files are relative to the side directory, and a parser must find
-            # them whatever the working directory and however the results dir was named
-            side_dir = (store.runs_dir / run_id / pair).absolute()
-            ctx = SideContext(
-                side_dir=side_dir,
-                result_files=tuple(side_dir / p for p in side.get("result_files", [])),
-                pair=pair,
-                benchmark=run["benchmark"],
-                method=run["method"],
-                run=run,
-                artifacts=_artifacts_text(hosts.get(host, {})),
-            )
-            try:
-                df = parser(ctx)
-            except ResultFileError as exc:
-                report.problems.append(f"{exc} (run {run_id}, side {pair} skipped)")
-                continue
-            except DuetError as exc:
-                report.problems.append(f"{run_id} side {pair}: {exc}")
-                continue
-            except Exception as exc:  # a third-party parser's bug must not lose the experiment
-                report.problems.append(f"{run_id} side {pair}: parser '{harness}' failed: {exc!r}")
-                continue
-            df = _normalize(df, ctx, side, report)
-            if df.empty:
-                continue
-            df["warmup"] = _warmup_mask(df, spec.get("warmup", 0))
-            bench = run["benchmark"]
-            if "workload" in df.columns and df["workload"].nunique() > 1:
-                df["benchmark"] = bench + ":" + df["workload"].astype(str)
-            else:
-                df["benchmark"] = bench
-            df["experiment"] = name
-            df["host"] = host
-            df["suite"] = run.get("suite") or spec.get("suite") or harness
-            df["method"] = run["method"]
-            df["run"] = np.int64(run.get("rep", spec.get("rep", 0)))
-            df["pair"] = pair
-            df["order"] = run.get("order") or ""
-            df["run_id"] = run_id
-            df["proc_start_ns"] = side.get("start_ns")
-            df["proc_end_ns"] = side.get("end_ns")
-            df["cpu"] = ",".join(map(str, side.get("cpus") or []))
-            for col, val in host_cols.get(host, {}).items():
-                df[col] = val
-            frames.append(df)
-            used = True
+        for side in run.sides.values():
+            df = _side_table(context, side, parser, harness, report)
+            if df is not None:
+                frames.append(df)
+                used = True
         report.runs_used += int(used)
     if frames:
         table = pd.concat(frames, ignore_index=True)
     else:
         table = pd.DataFrame(
             {
-                c: pd.Series(
-                    dtype="int64" if c.endswith("_ns") or c in ("run", "iteration") else "object"
-                )
+                c: pd.Series(dtype="int64" if COLUMN[c].dtype == "int64" else "object")
                 for c in CORE_COLUMNS
             }
         )
@@ -182,6 +125,68 @@ def _check_loops(table: pd.DataFrame, path: str | Path) -> None:
         raise ResultFileError(path, "\n".join(problems))
 
 
+@dataclass(frozen=True)
+class _RunContext:
+    store: ResultsStore
+    experiment: str
+    run: RunRecord
+    hosts: dict[str, dict[str, Any]]
+    host_cols: dict[str, dict[str, Any]]
+
+
+def _side_table(
+    c: _RunContext, side: SideRecord, parser: Any, harness: str, report: ProcessReport
+) -> pd.DataFrame | None:
+    """One side's iterations with the identifying columns (None: nothing usable)."""
+    run, run_id = c.run, c.run.run_id
+    # absolute: result_files are relative to the side directory, and a parser must find
+    # them whatever the working directory and however the results dir was named
+    side_dir = (c.store.run_dir(run_id) / side.name).absolute()
+    ctx = SideContext(
+        side_dir=side_dir,
+        result_files=tuple(side_dir / p for p in side.result_files),
+        pair=side.name,
+        benchmark=run.benchmark,
+        method=run.method,
+        run=run.to_json(),
+        artifacts=_artifacts_text(c.hosts.get(run.host, {})),
+    )
+    try:
+        df = parser(ctx)
+    except ResultFileError as exc:
+        report.problems.append(f"{exc} (run {run_id}, side {side.name} skipped)")
+        return None
+    except DuetError as exc:
+        report.problems.append(f"{run_id} side {side.name}: {exc}")
+        return None
+    except Exception as exc:  # a third-party parser's bug must not lose the experiment
+        report.problems.append(f"{run_id} side {side.name}: parser '{harness}' failed: {exc!r}")
+        return None
+    df = _normalize(df, ctx, side, report)
+    if df.empty:
+        return None
+    spec = run.spec
+    df["warmup"] = _warmup_mask(df, spec.get("warmup", 0))
+    if "workload" in df.columns and df["workload"].nunique() > 1:
+        df["benchmark"] = run.benchmark + ":" + df["workload"].astype(str)
+    else:
+        df["benchmark"] = run.benchmark
+    df["experiment"] = c.experiment
+    df["host"] = run.host
+    df["suite"] = run.suite or spec.get("suite") or harness
+    df["method"] = str(run.method)
+    df["run"] = np.int64(run.rep if run.rep is not None else spec.get("rep", 0))
+    df["pair"] = side.name
+    df["order"] = run.order or ""
+    df["run_id"] = run_id
+    df["proc_start_ns"] = side.start_ns
+    df["proc_end_ns"] = side.end_ns
+    df["cpu"] = ",".join(map(str, side.cpus))
+    for col, val in c.host_cols.get(run.host, {}).items():
+        df[col] = val
+    return df
+
+
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:
     """The config's warm-up: the first k iterations of every series (per workload in multi-workload files)."""
     if "workload" in df.columns:
@@ -196,10 +201,12 @@ def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:
 
 
 def _normalize(
-    df: pd.DataFrame, ctx: SideContext, side: dict[str, Any], report: ProcessReport
+    df: pd.DataFrame, ctx: SideContext, side: SideRecord, report: ProcessReport
 ) -> pd.DataFrame:
     df = df.rename(
-        columns={c: f"harness_{c}" for c in RESERVED if c in df.columns and c != "synthetic_ts"}
+        columns={
+            c: f"harness_{c}" for c in RESERVED_COLUMNS if c in df.columns and c != "synthetic_ts"
+        }
     )
     if "filler" in df.columns:
         fill = df["filler"].astype(bool).to_numpy()
@@ -223,7 +230,7 @@ def _normalize(
                 f"parser for {ctx.side_dir} returned neither timestamps nor durations"
             )
         dur = df["duration_ns"].to_numpy(dtype=np.int64)
-        origin = side.get("start_ns") or 0
+        origin = side.start_ns or 0
         ends = origin + np.cumsum(dur)
         df["start_ns"] = ends - dur
         df["end_ns"] = ends
@@ -270,9 +277,6 @@ def save(df: pd.DataFrame, path: str | Path) -> Path:
     return write_atomic(path, writer)
 
 
-REQUIRED_FOR_ANALYSIS = ("benchmark", "method", "run", "pair", "iteration", "start_ns", "end_ns")
-
-
 def load(path: str | Path) -> pd.DataFrame:
     """The iterations table of a results directory, a .parquet or a .csv file."""
     path = Path(path)
@@ -299,14 +303,15 @@ def load(path: str | Path) -> pd.DataFrame:
 
 def validate_table(df: pd.DataFrame, path: str | Path = "<table>") -> pd.DataFrame:
     """Check and complete a table from another tool: required columns, defaults for the rest."""
-    missing = [c for c in REQUIRED_FOR_ANALYSIS if c not in df.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if "duration_ns" in df.columns:
         missing = [c for c in missing if c not in ("start_ns", "end_ns")]
     if missing:
         raise ResultFileError(
             path,
             f"missing column(s) {', '.join(missing)}; an iterations table needs "
-            f"{', '.join(REQUIRED_FOR_ANALYSIS[:-2])} and either start_ns, end_ns or "
+            f"{', '.join(c for c in REQUIRED_COLUMNS if c not in ('start_ns', 'end_ns'))} "
+            "and either start_ns, end_ns or "
             "duration_ns, all times in integer nanoseconds (see docs/results.md, "
             "'The iterations table')",
         )
@@ -315,14 +320,16 @@ def validate_table(df: pd.DataFrame, path: str | Path = "<table>") -> pd.DataFra
     for col, val in defaults.items():
         if col not in df.columns:
             df[col] = val
-    bad_method = set(df["method"].astype(str).unique()) - {"seqn", "aduet", "sduet"}
+    bad_method = set(df["method"].astype(str).unique()) - set(METHODS)
     if bad_method:
         raise ResultFileError(
-            path, f"column 'method' has {sorted(bad_method)}; allowed: seqn, aduet, sduet"
+            path, f"column 'method' has {sorted(bad_method)}; allowed: {', '.join(METHODS)}"
         )
-    bad_pair = set(df["pair"].astype(str).unique()) - {"A", "B"}
-    if bad_pair:
-        raise ResultFileError(path, f"column 'pair' has {sorted(bad_pair)}; allowed: A, B")
+    bad_side = set(df["pair"].astype(str).unique()) - set(SIDES)
+    if bad_side:
+        raise ResultFileError(
+            path, f"column 'pair' has {sorted(bad_side)}; allowed: {', '.join(SIDES)}"
+        )
     if "duration_ns" in df.columns:
         df["duration_ns"] = _integer_column(df, "duration_ns", path)
     if "start_ns" not in df.columns:
@@ -331,7 +338,7 @@ def validate_table(df: pd.DataFrame, path: str | Path = "<table>") -> pd.DataFra
         ends = dur.groupby([df["benchmark"], df["method"], df["run"], df["pair"]]).cumsum()
         df["end_ns"] = ends
         df["start_ns"] = ends - dur
-    for col in ("run", "iteration", "start_ns", "end_ns"):
+    for col in (c for c in REQUIRED_COLUMNS if COLUMN[c].dtype == "int64"):
         df[col] = _integer_column(df, col, path)
     if "duration_ns" not in df.columns:
         df["duration_ns"] = df["end_ns"] - df["start_ns"]

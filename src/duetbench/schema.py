@@ -1,37 +1,213 @@
-"""The iterations table: the contract between `parse` and `analysis` (DESIGN.md).
+"""The vocabulary of duetbench, defined once: methods, sides, run statuses, verdicts, and
+the columns of the iterations table (the contract between `parse` and `analysis`,
+docs/results.md, "The iterations table").
 
-One row per iteration. Times are int64 nanoseconds; start/end since the Unix epoch.
+The enums are :class:`enum.StrEnum`: each member *is* its string, so JSON, CSV and
+Parquet files hold the same text as ever and compare equal to plain strings. Code that
+puts a value into a DataFrame or a file name uses ``.value`` (a plain ``str``).
+
+Words: a *side* is A or B (the table column that names it is called ``pair`` for
+historical reasons); a *pair* is a matched couple of iterations, one of A and one of B.
 """
 
 from __future__ import annotations
 
-METHODS = ("seqn", "aduet", "sduet")
-PAIRS = ("A", "B")
-ORDERS = ("AB", "BA")
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
 
-#: Columns every iterations table has, in this order.
-CORE_COLUMNS = (
-    "experiment",  # str: experiment name
-    "host",  # str: host the run executed on
-    "suite",  # str: suite / parser label
-    "benchmark",  # str
-    "method",  # str: seqn | aduet | sduet
-    "run",  # int64: repetition index within (benchmark, method); seqn A and B of one repetition share it
-    "pair",  # str: A | B
-    "order",  # str: AB | BA for duet runs; for seqn the side ("A" / "B") -- which ran, not an order
-    "iteration",  # int64: 0-based index of the iteration within its (run, pair)
-    "start_ns",  # int64
-    "end_ns",  # int64
-    "duration_ns",  # int64
+
+class Method(StrEnum):
+    """How the two sides run: seqn one after the other, aduet and sduet at once (docs/config.md)."""
+
+    SEQN = "seqn"  # sequential: A and B in separate runs
+    ADUET = "aduet"  # both sides at once, unsynchronized
+    SDUET = "sduet"  # both sides at once, every iteration started together
+
+    @property
+    def is_duet(self) -> bool:
+        return self is not Method.SEQN
+
+
+#: The method names, in the order duetbench lists them.
+METHODS: tuple[str, ...] = tuple(m.value for m in Method)
+#: The methods that run A and B at the same time.
+DUET_METHODS = frozenset({Method.ADUET, Method.SDUET})
+
+
+class SideName(StrEnum):
+    """One of the two versions compared: A (the baseline) or B (the change)."""
+
+    A = "A"
+    B = "B"
+
+    @property
+    def other(self) -> SideName:
+        return SideName.B if self is SideName.A else SideName.A
+
+
+#: Side names in order.
+SIDES: tuple[str, ...] = tuple(s.value for s in SideName)
+
+
+class RunStatus(StrEnum):
+    """How a run ended (run.json ``status``; docs/results.md, "run.json")."""
+
+    OK = "ok"
+    FAILED = "failed"  # a side exited non-zero, its setup failed, or a result file is missing
+    TIMEOUT = "timeout"  # the run's `timeout` passed; both sides were stopped
+    HUNG = "hung"  # every running side idled for `hang_timeout`
+    INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM, a bug, or lost on every cluster attempt
+    LOST = "lost"  # a cluster attempt whose worker died: counted per host, never in run.json
+
+
+#: Runs that ended by themselves: journaled, never executed again by ``--resume``.
+FINISHED_STATUSES = frozenset({RunStatus.OK, RunStatus.FAILED, RunStatus.TIMEOUT, RunStatus.HUNG})
+#: Runs whose iterations are analysed: a timed-out run keeps the iterations it finished.
+USABLE_STATUSES = frozenset({RunStatus.OK, RunStatus.TIMEOUT})
+#: Outcomes that count against a host's health on a cluster (everything but ok).
+HOST_FAILURE_STATUSES = frozenset(set(RunStatus) - {RunStatus.OK})
+
+
+class SideStatus(StrEnum):
+    """How one side of a run ended (run.json ``sides.<A|B>.status``)."""
+
+    OK = "ok"
+    FAILED = "failed"
+    TERMINATED = "terminated"  # stopped by the executor (timeout, hang, Ctrl-C)
+
+
+class Verdict(StrEnum):
+    """What `duet compare` says about B against A (docs/statistics.md, "Pipeline and defaults")."""
+
+    SLOWER = "slower"
+    FASTER = "faster"
+    SAME = "same"
+    BELOW_THRESHOLD = "same (below threshold)"  # a change, but smaller than --threshold
+    NO_DATA = "no data"
+
+    @property
+    def is_same(self) -> bool:
+        return self in (Verdict.SAME, Verdict.BELOW_THRESHOLD)
+
+
+#: Verdict texts in order.
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
+
+
+# ---------------------------------------------------------------------- the iterations table
+
+Dtype = Literal["str", "int64", "bool"]
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column of the iterations table.
+
+    ``core``: every table `duet process` writes has it, and the core columns come first,
+    in the order of :data:`COLUMNS`; otherwise the column is *optional* (added when known).
+    ``reserved``: `duet process` sets it itself; a harness's column of that name is kept as
+    ``harness_<name>``. ``required``: a table from another tool must have it
+    (``start_ns``/``end_ns`` may be replaced by ``duration_ns``).
+    """
+
+    name: str
+    dtype: Dtype
+    doc: str
+    core: bool = False
+    reserved: bool = False
+    required: bool = False
+
+
+COLUMNS: tuple[ColumnSpec, ...] = (
+    ColumnSpec("experiment", "str", "experiment name", core=True, reserved=True),
+    ColumnSpec("host", "str", "host the run executed on", core=True, reserved=True),
+    ColumnSpec("suite", "str", "suite, or the harness's name", core=True, reserved=True),
+    ColumnSpec(
+        "benchmark",
+        "str",
+        "benchmark name; `name:workload` when one result file holds several workloads",
+        core=True,
+        required=True,
+    ),
+    ColumnSpec(
+        "method", "str", "`seqn`, `aduet` or `sduet`", core=True, reserved=True, required=True
+    ),
+    ColumnSpec(
+        "run",
+        "int64",
+        "repetition index within (benchmark, method); seqn A and B of one repetition share it",
+        core=True,
+        reserved=True,
+        required=True,
+    ),
+    ColumnSpec(
+        "pair",
+        "str",
+        "the side, `A` or `B` (the column keeps its historical name; a *pair* is a matched "
+        "couple of iterations)",
+        core=True,
+        reserved=True,
+        required=True,
+    ),
+    ColumnSpec(
+        "order",
+        "str",
+        "launch order `AB`/`BA` of a duet run, empty for seqn",
+        core=True,
+        reserved=True,
+    ),
+    ColumnSpec("iteration", "int64", "0-based index within (run, side)", core=True, required=True),
+    ColumnSpec(
+        "start_ns", "int64", "iteration start, ns since the Unix epoch", core=True, required=True
+    ),
+    ColumnSpec(
+        "end_ns", "int64", "iteration end, ns since the Unix epoch", core=True, required=True
+    ),
+    ColumnSpec(
+        "duration_ns",
+        "int64",
+        "from a monotonic clock where the harness has one; the time per loop / operation "
+        "where the harness reports one (pyperf: its value, with the whole measurement in "
+        "`raw_ns`; JMH: per operation), so it may be shorter than `end_ns - start_ns` "
+        "([parsers.md](parsers.md))",
+        core=True,
+    ),
+    ColumnSpec("run_id", "str", "the run's directory name under `runs/`", reserved=True),
+    ColumnSpec(
+        "proc_start_ns",
+        "int64",
+        "start of the side's process (or container exec), from run.json",
+        reserved=True,
+    ),
+    ColumnSpec("proc_end_ns", "int64", "end of the side's process, from run.json", reserved=True),
+    ColumnSpec("cpu", "str", 'CPUs the side was pinned to (`""`: not pinned)', reserved=True),
+    ColumnSpec(
+        "synthetic_ts",
+        "bool",
+        "timestamps laid end to end from durations (JMH, hyperfine): not usable for aduet overlaps",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "warmup",
+        "bool",
+        "the config's `warmup:` marks this iteration; `duet compare` drops it by default",
+        reserved=True,
+    ),
 )
 
-#: Optional columns that the parse step adds when it knows them.
-OPTIONAL_COLUMNS = (
-    "run_id",  # str: directory name under runs/
-    "proc_start_ns",  # int64: the side's process (or container exec) start, from run.json
-    "proc_end_ns",  # int64: the side's process end
-    "cpu",  # str: CPUs the side was pinned to ("" if not pinned)
-    "synthetic_ts",  # bool: start/end reconstructed from durations (no real timestamps)
-)
-
-INT_COLUMNS = ("run", "iteration", "start_ns", "end_ns", "duration_ns")
+COLUMN: dict[str, ColumnSpec] = {c.name: c for c in COLUMNS}
+#: Columns every table `duet process` writes has, in this order.
+CORE_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.core)
+#: Columns `duet process` adds when it knows them.
+OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if not c.core)
+#: Columns `duet process` sets itself; a harness's column of the same name becomes harness_<name>.
+RESERVED_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.reserved)
+#: Columns a table from another tool needs (start_ns, end_ns: or duration_ns).
+REQUIRED_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.required)
+#: Prefixes of the column families `duet process` adds (documented in docs/results.md).
+COLUMN_FAMILIES: dict[str, str] = {
+    "host_": "host facts (`hosts/<host>.json`) joined per host",
+    "artifact_": "the first line of each artifact command's output, per host",
+    "harness_": "a harness's own column whose name is reserved",
+}

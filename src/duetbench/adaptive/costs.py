@@ -30,6 +30,7 @@ import pandas as pd
 
 from duetbench.analysis._table import require_columns
 from duetbench.errors import AnalysisError
+from duetbench.schema import Method
 
 from .values import KEY, paired_runs
 
@@ -127,7 +128,7 @@ def repetition_seconds(
         ),
     )
     side = side.reset_index()
-    seqn = side["method"].astype(str).to_numpy() == "seqn"
+    seqn = side["method"].astype(str).to_numpy() == Method.SEQN.value
     keys = [*by, "run"]
 
     def per_rep(start: str, end: str) -> pd.Series:

@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from duetbench.errors import AnalysisError
+from duetbench.schema import Method
 
 from ._table import SIDE_A, SIDE_B, Iterations, check_seed, group_codes, group_generator
 from .compare import (
@@ -127,12 +128,12 @@ def runtime_speedup(
     duet_cost = (end.max(axis=1) - start.min(axis=1)).astype(np.float64)
     gcode_u, gkeys = group_codes(it.units, by)
     ng = len(gkeys)
-    sel_s = complete & (method == "seqn")
+    sel_s = complete & (method == Method.SEQN.value)
     n_s = np.bincount(gcode_u[sel_s], minlength=ng)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_s = np.bincount(gcode_u[sel_s], weights=seqn_cost[sel_s], minlength=ng) / n_s
     frames = []
-    for m in ("aduet", "sduet"):
+    for m in (Method.ADUET.value, Method.SDUET.value):
         sel = complete & (method == m)
         if not sel.any():
             continue

@@ -29,7 +29,6 @@ from duetbench.errors import AnalysisError
 from ._resample import resample_blocks
 from ._table import GroupStreams, check_seed, group_generator
 
-IntervalMethod = Literal["t", "percentile", "bca", "studentized"]
 INTERVALS: tuple[str, ...] = ("t", "percentile", "bca", "studentized")
 WEIGHTS: tuple[str, ...] = ("poisson", "uniform")
 _PURPOSE = "interval"
@@ -64,11 +63,6 @@ class _Poisson1:
         if len(tail):
             out[tail] = np.searchsorted(_POISSON1_CDF, u[tail], side="right")
         return out
-
-
-def poisson1(u: np.ndarray) -> np.ndarray:
-    """Poisson(1) variates from uniforms ``u`` in [0, 1) by exact inversion (float64)."""
-    return _Poisson1(np.size(u))(np.ravel(u)).reshape(np.shape(u))
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,6 +25,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from duetbench.errors import AnalysisError
+from duetbench.schema import Method
 
 from ._table import Iterations, group_codes, require_columns
 
@@ -179,7 +180,7 @@ def overlap_pairs(
 
 
 def _aduet_units(it: Iterations) -> np.ndarray:
-    return it.unit_method() == "aduet"
+    return it.unit_method() == Method.ADUET.value
 
 
 def overlaps(

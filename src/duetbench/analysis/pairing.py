@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from duetbench.errors import AnalysisError
+from duetbench.schema import Method
 
 from ._table import SIDE_A, SIDE_B, THREADED_ROWS, Iterations
 from ._threads import side_by_side
@@ -97,12 +98,12 @@ def pair_rows(
     m = check_min_overlap(min_overlap)
     definition = check_overlap_rate(overlap_rate)
     method = it.unit_method()
-    by_index = (method == "seqn") | (method == "sduet")
+    by_index = (method == Method.SEQN.value) | (method == Method.SDUET.value)
     # the two pairings are independent: on a large table, side by side on threads
     big = len(it.unit) >= THREADED_ROWS
     (a1, b1), op = side_by_side(
         lambda: _index_pairs(it, by_index),
-        lambda: overlap_pairs(it, method == "aduet", definition),
+        lambda: overlap_pairs(it, method == Method.ADUET.value, definition),
         big,
     )
     keep = op.rate > m

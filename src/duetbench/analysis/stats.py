@@ -9,16 +9,18 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from duetbench.errors import AnalysisError
+from duetbench.schema import VERDICTS as VERDICTS  # re-exported by duetbench.analysis
+from duetbench.schema import Verdict
 
 from ._segments import sort_segments
 from .ranks import GroupedSignedRank
 
-SLOWER = "slower"
-FASTER = "faster"
-SAME = "same"
-BELOW_THRESHOLD = "same (below threshold)"
-NO_DATA = "no data"
-VERDICTS = (SLOWER, FASTER, SAME, BELOW_THRESHOLD, NO_DATA)
+# the verdict texts (schema.Verdict) as plain strings: they go into DataFrame columns
+SLOWER = Verdict.SLOWER.value
+FASTER = Verdict.FASTER.value
+SAME = Verdict.SAME.value
+BELOW_THRESHOLD = Verdict.BELOW_THRESHOLD.value
+NO_DATA = Verdict.NO_DATA.value
 
 
 @dataclass(frozen=True)

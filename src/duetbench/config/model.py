@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-METHOD_NAMES = ("seqn", "aduet", "sduet")
-
 #: Seconds every running side of a run may stay below 1 % of a CPU before the run is
 #: stopped as ``hung`` (docs/config.md, "Hang detection"); ``hang_timeout: off`` disables it.
 DEFAULT_HANG_TIMEOUT = 120.0

@@ -41,7 +41,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from typing import Any
 from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
+from ..schema import RunStatus, SideStatus
 from .container_cleanup import ContainerGuard, Owner, labels, proc_start, reap_dead_owners
 from .container_engine import (
     ENGINE_TIMEOUT,
@@ -567,32 +568,36 @@ class ContainerExecutor(LocalExecutor):
         if st is None:
             return outcome
         record = outcome.record
-        record["container"] = {
+        container: dict[str, Any] = {
             "engine": list(st.engine.argv),
             "removed": st.remove,
             "run_options": st.run_options,
             **st.timings,
         }
         if st.cleanup_error:
-            record["container"]["cleanup_error"] = st.cleanup_error
+            container["cleanup_error"] = st.cleanup_error
         problems = []
-        for pair, side in record.get("sides", {}).items():
-            name = st.names.get(pair)
-            image = st.images.get(pair, "")
-            side["container"] = {
-                "name": name,
-                "image": image,
-                "image_id": self.images.get(image, {}).get("id"),
-                "workdir": st.workdirs.get(pair),
-            }
-            clock = run_dir / pair / "harness.txt"
+        sides = {}
+        for name, side in record.sides.items():
+            image = st.images.get(name, "")
+            side = replace(
+                side,
+                container={
+                    "name": st.names.get(name),
+                    "image": image,
+                    "image_id": self.images.get(image, {}).get("id"),
+                    "workdir": st.workdirs.get(name),
+                },
+            )
+            clock = run_dir / name / "harness.txt"
             if spec.harness == "command" and clock.exists():
-                side["clock"] = clock.read_text().strip().partition("=")[2]
-            if pair in st.start_errors:
-                side["status"] = "failed"
-                side["message"] = f"the container did not start: {st.start_errors[pair]}"
-                problems.append(f"side {pair}: {side['message']}")
-        if problems and record.get("status") in ("ok", "failed"):
-            record["status"] = "failed"
-            record["message"] = "; ".join(problems)
-        return outcome
+                side = replace(side, clock=clock.read_text().strip().partition("=")[2])
+            if name in st.start_errors:
+                message = f"the container did not start: {st.start_errors[name]}"
+                side = replace(side, status=SideStatus.FAILED, message=message)
+                problems.append(f"side {name}: {message}")
+            sides[name] = side
+        record = replace(record, container=container, sides=sides)
+        if problems and record.status in (RunStatus.OK, RunStatus.FAILED):
+            record = record.with_status(RunStatus.FAILED, "; ".join(problems))
+        return replace(outcome, record=record)

@@ -17,6 +17,8 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
+from ..records import RunRecord, SideRecord
+from ..schema import Method, RunStatus, SideStatus
 from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
 
@@ -36,11 +38,11 @@ def wants_pyperf_shim(spec: RunSpec, side: SideSpec) -> bool:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOutcome:
     """The run record (run.json) and, if the run was cut short by Ctrl-C/SIGTERM/a bug, why."""
 
-    record: dict[str, Any]
+    record: RunRecord
     exception: BaseException | None = None
 
 
@@ -182,22 +184,9 @@ class LocalExecutor:
         # runs in its own working directory (schedulers pass absolute paths already)
         run_dir = Path(os.path.abspath(run_dir))
         cpus, all_busy = resolve_cpus(spec.cpus, self.host_cpus)
-        record: dict[str, Any] = {
-            "run_id": spec.run_id,
-            "benchmark": spec.benchmark,
-            "suite": spec.suite,
-            "method": spec.method,
-            "rep": spec.rep,
-            "order": spec.order,
-            "host": self.host,
-            "executor": self.name,
-            "status": "ok",
-            "message": "",
-            "spec": spec.to_dict(),
-            "sides": {},
-            "all_cores_busy": bool(spec.is_duet and all_busy and cpus),
-            "start_ns": time.time_ns(),
-        }
+        start_ns = time.time_ns()
+        status, message = RunStatus.OK, ""
+        sync: dict[str, Any] | None = None
         coordinator = None
         drivers: dict[str, subprocess.Popen[bytes]] = {}
         side_info: dict[str, dict[str, Any]] = {}
@@ -205,29 +194,29 @@ class LocalExecutor:
         try:
             self.before_launch(spec, run_dir)
             sync_dir = None
-            if spec.method == "sduet":
+            if spec.method == Method.SDUET:
                 from ..sync import SyncCoordinator
 
                 sync_dir = run_dir / ".sync"
-                coordinator = SyncCoordinator.create(sync_dir, pairs=spec.pairs)
+                coordinator = SyncCoordinator.create(sync_dir, pairs=spec.side_names)
                 coordinator.start()
             # 1. start every driver; each sets up, pins itself and says "ready"
             for side in spec.sides:
-                side_dir = run_dir / side.pair
+                side_dir = run_dir / side.name
                 side_dir.mkdir(parents=True, exist_ok=True)
                 cwd = self.side_cwd(spec, side, side_dir)
                 info = {"cpus": side_cpus(side, cpus), "cwd": cwd, "side_dir": side_dir}
-                side_info[side.pair] = info
-                drivers[side.pair] = self._start_driver(
+                side_info[side.name] = info
+                drivers[side.name] = self._start_driver(
                     spec, side, side_dir, cwd, info["cpus"], run_dir, sync_dir
                 )
-            for pair, proc in drivers.items():
+            for name, proc in drivers.items():
                 line = _readline(proc, ReadyTimeout)
                 if line != "ready":
-                    side_info[pair]["setup_failed"] = True
+                    side_info[name]["setup_failed"] = True
             # 2. go, in the drawn order
-            for pair, proc in drivers.items():
-                side_info[pair]["go_ns"] = time.time_ns()
+            for name, proc in drivers.items():
+                side_info[name]["go_ns"] = time.time_ns()
                 try:
                     assert proc.stdin is not None
                     proc.stdin.write(b"go\n")
@@ -241,18 +230,17 @@ class LocalExecutor:
             deadline = time.monotonic() + spec.timeout if spec.timeout else None
             watch = self._hang_watch(spec, drivers)
             stopped = self._wait(drivers, deadline, coordinator, side_info, watch)
-            if stopped == "timeout":
-                record["status"] = "timeout"
-                record["message"] = f"timeout after {spec.timeout:g} s; both sides stopped"
+            if stopped == RunStatus.TIMEOUT:
+                status = RunStatus.TIMEOUT
+                message = f"timeout after {spec.timeout:g} s; both sides stopped"
                 self._terminate(drivers, spec.kill_grace, side_info)
             elif stopped is not None:
-                record["status"] = "hung"
-                record["message"] = stopped
+                status, message = RunStatus.HUNG, stopped
                 self._terminate(drivers, spec.kill_grace, side_info)
         except BaseException as exc:  # Ctrl-C, SIGTERM of duet run, or a bug: never leave processes
             interrupted = exc
-            record["status"] = "interrupted"
-            record["message"] = (
+            status = RunStatus.INTERRUPTED
+            message = (
                 "interrupted"
                 if isinstance(exc, KeyboardInterrupt | SystemExit)
                 else f"error: {exc!r}"
@@ -266,13 +254,26 @@ class LocalExecutor:
                 except subprocess.TimeoutExpired:
                     pass
             if coordinator is not None:
-                record["sync"] = {"go_count": len(coordinator.go_times_ns)}
+                sync = {"go_count": len(coordinator.go_times_ns)}
                 coordinator.close()
             try:
-                self._finish_sides(spec, record, side_info, drivers)
+                sides, problems = self._finish_sides(spec, side_info, drivers)
             finally:
                 self.after_run(spec, run_dir)
-        record["end_ns"] = time.time_ns()
+        if status == RunStatus.OK and problems:
+            status, message = RunStatus.FAILED, "; ".join(problems)
+        record = RunRecord(
+            **spec.record_fields(),
+            host=self.host,
+            executor=self.name,
+            status=status,
+            message=message,
+            sides=sides,
+            all_cores_busy=bool(spec.is_duet and all_busy and cpus),
+            start_ns=start_ns,
+            sync=sync,
+            end_ns=time.time_ns(),
+        )
         return RunOutcome(record, interrupted)
 
     def _start_driver(
@@ -288,7 +289,7 @@ class LocalExecutor:
         env = dict(side.env)
         env.update(
             {
-                "DUET_PAIR": side.pair,
+                "DUET_PAIR": side.name,
                 "DUET_RUN": spec.run_id,
                 "DUET_METHOD": spec.method,
                 "DUET_OUTPUT_DIR": str(side_dir),
@@ -298,9 +299,9 @@ class LocalExecutor:
         )
         if sync_dir is not None:
             env["DUET_SYNC_DIR"] = str(sync_dir)
-        peer = [s.pair for s in spec.sides if s.pair != side.pair]
+        peer = [s.name for s in spec.sides if s.name != side.name]
         driver_spec = {
-            "pair": side.pair,
+            "pair": side.name,
             "run_id": spec.run_id,
             "method": spec.method,
             "harness": spec.harness,
@@ -312,7 +313,7 @@ class LocalExecutor:
             "iterations": spec.iterations,
             "time_budget": spec.time_budget,
             "busy_shorter_side": spec.busy_shorter_side and spec.is_duet,
-            "own_done_file": str(run_dir / f".done.{side.pair}"),
+            "own_done_file": str(run_dir / f".done.{side.name}"),
             "peer_done_file": str(run_dir / f".done.{peer[0]}") if peer else None,
             "sync": sync_dir is not None,
             "sync_dir": str(sync_dir) if sync_dir else None,
@@ -354,7 +355,7 @@ class LocalExecutor:
     ) -> HangWatch | None:
         if not spec.hang_timeout:
             return None
-        probes = {s.pair: self.cpu_probe(spec, s, drivers[s.pair]) for s in spec.sides}
+        probes = {s.name: self.cpu_probe(spec, s, drivers[s.name]) for s in spec.sides}
         return HangWatch(spec.hang_timeout, probes, time.monotonic())
 
     def _wait(
@@ -365,20 +366,20 @@ class LocalExecutor:
         side_info: dict[str, dict[str, Any]],
         watch: HangWatch | None = None,
     ) -> str | None:
-        """Wait for every side to end; ``"timeout"`` or the hung message when stopped early."""
+        """Wait for every side to end; RunStatus.TIMEOUT or the hung message when stopped early."""
         pending = dict(drivers)
         while pending:
-            for pair, proc in list(pending.items()):
+            for name, proc in list(pending.items()):
                 if proc.poll() is not None:
-                    side_info[pair]["exit_ns"] = time.time_ns()
-                    del pending[pair]
+                    side_info[name]["exit_ns"] = time.time_ns()
+                    del pending[name]
                     if coordinator is not None:
-                        coordinator.side_finished(pair)
+                        coordinator.side_finished(name)
             if not pending:
                 return None
             now = time.monotonic()
             if deadline is not None and now >= deadline:
-                return "timeout"
+                return RunStatus.TIMEOUT
             if watch is not None and watch.due(now):
                 idle = watch.check(now, pending)
                 if idle:
@@ -393,27 +394,29 @@ class LocalExecutor:
         grace: float,
         side_info: dict[str, dict[str, Any]],
     ) -> None:
-        live = {p: d for p, d in drivers.items() if d.poll() is None}
-        for pair, proc in live.items():
-            side_info[pair]["terminated"] = True
+        live = {n: d for n, d in drivers.items() if d.poll() is None}
+        for name, proc in live.items():
+            side_info[name]["terminated"] = True
             kill_group(proc.pid, signal.SIGTERM)
         end = time.monotonic() + grace
         while time.monotonic() < end and any(_group_left(d) for d in live.values()):
             time.sleep(0.02)
-        for pair, proc in live.items():
+        for name, proc in live.items():
             kill_group(proc.pid, signal.SIGKILL)
-            side_info[pair].setdefault("exit_ns", time.time_ns())
+            side_info[name].setdefault("exit_ns", time.time_ns())
 
     def _finish_sides(
         self,
         spec: RunSpec,
-        record: dict[str, Any],
         side_info: dict[str, dict[str, Any]],
         drivers: dict[str, subprocess.Popen[bytes]],
-    ) -> None:
+    ) -> tuple[dict[str, SideRecord], list[str]]:
+        """Each side's record (in launch order) from its driver's result, and the problems
+        that fail the run."""
+        sides: dict[str, SideRecord] = {}
         problems = []
         for side in spec.sides:
-            info = side_info.get(side.pair)
+            info = side_info.get(side.name)
             if info is None:
                 continue
             side_dir: Path = info["side_dir"]
@@ -423,50 +426,51 @@ class LocalExecutor:
                 res_path.unlink()
             except (OSError, json.JSONDecodeError):
                 res = {}
-            proc = drivers.get(side.pair)
+            proc = drivers.get(side.name)
             rc = proc.returncode if proc is not None else None
             collected, missing = ([], [])
             if spec.harness != "command":
                 collected, missing = self.collect(spec, side, side_dir, info["cwd"])
-            status = res.get("status") or ("terminated" if info.get("terminated") else "failed")
-            if info.get("terminated"):
-                status = "terminated"
+            terminated = bool(info.get("terminated"))
+            status = res.get("status") or (
+                SideStatus.TERMINATED if terminated else SideStatus.FAILED
+            )
+            if terminated:
+                status = SideStatus.TERMINATED
             message = res.get("message", "")
-            if info.get("setup_failed") and status == "ok":
-                status, message = "failed", "the driver did not start (see .driver.log)"
-            if status == "ok" and missing:
-                status = "failed"
+            if info.get("setup_failed") and status == SideStatus.OK:
+                status, message = SideStatus.FAILED, "the driver did not start (see .driver.log)"
+            if status == SideStatus.OK and missing:
+                status = SideStatus.FAILED
                 message = f"result file(s) not found: {', '.join(missing)}"
-            if not res and not info.get("terminated"):
-                message = message or f"driver exited with {rc} (see {side.pair}/.driver.log)"
-            record["sides"][side.pair] = {
-                "pair": side.pair,
-                "cpus": info["cpus"],
-                "cwd": info["cwd"],
-                "status": status,
-                "start_ns": res.get("start_ns", info.get("go_ns")),
-                "end_ns": res.get("end_ns", info.get("exit_ns")),
-                "exit_code": res.get("exit_code", rc),
-                "driver_exit": rc,
-                "iterations": res.get("iterations"),
-                "filler": res.get("filler", 0),
-                "message": message,
-                "result_files": collected,
-                "missing_results": missing,
-                "stderr_tail": stderr_tail(side_dir / "stderr.log"),
-            }
-            if status == "failed":
-                problems.append(f"side {side.pair}: {message}")
+            if not res and not terminated:
+                message = message or f"driver exited with {rc} (see {side.name}/.driver.log)"
+            sides[side.name] = SideRecord(
+                name=side.name,
+                cpus=tuple(info["cpus"]),
+                cwd=info["cwd"],
+                status=status,
+                start_ns=res.get("start_ns", info.get("go_ns")),
+                end_ns=res.get("end_ns", info.get("exit_ns")),
+                exit_code=res.get("exit_code", rc),
+                driver_exit=rc,
+                iterations=res.get("iterations"),
+                filler=res.get("filler", 0),
+                message=message,
+                result_files=tuple(collected),
+                missing_results=tuple(missing),
+                stderr_tail=stderr_tail(side_dir / "stderr.log"),
+            )
+            if status == SideStatus.FAILED:
+                problems.append(f"side {side.name}: {message}")
             # the driver's spec and its done flag (the handshake of busy_shorter_side) are
             # only needed while the run runs
-            for tmp in (side_dir / ".driver.json", side_dir.parent / f".done.{side.pair}"):
+            for tmp in (side_dir / ".driver.json", side_dir.parent / f".done.{side.name}"):
                 try:
                     tmp.unlink()
                 except OSError:
                     pass
-        if record["status"] == "ok" and problems:
-            record["status"] = "failed"
-            record["message"] = "; ".join(problems)
+        return sides, problems
 
 
 def _readline(proc: subprocess.Popen[bytes], timeout: float) -> str:

@@ -86,7 +86,7 @@ def load_results_dir(root: Path) -> ExperimentData:
     hosts = {name: fingerprint(rec) for name, rec in records.items()}
     for name in report.table["host"].astype(str).unique():
         hosts.setdefault(name, fingerprint({"host_name": name}))
-    runs = tuple(_as_dict(run) for _rid, run in store.runs() if run is not None)
+    runs = tuple(run.to_json() for _rid, run in store.runs() if run is not None)
     config = exp.get("config") or {}
     aa = frozenset(
         str(b.get("name")) for b in config.get("benchmarks", []) or [] if b.get("aa") is True
@@ -107,12 +107,6 @@ def load_results_dir(root: Path) -> ExperimentData:
         aa_benchmarks=aa,
         problems=tuple(report.problems),
     )
-
-
-def _as_dict(record: Any) -> dict[str, Any]:
-    """A run record as its run.json mapping (a RunRecord object or a plain dict)."""
-    to_json = getattr(record, "to_json", None)
-    return dict(to_json()) if callable(to_json) else dict(record)
 
 
 def load_table(

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from ..schema import Verdict
 from ._db import HistoryError
 from .series import SeriesKey
 
@@ -72,7 +73,7 @@ class Change:
 
     @property
     def direction(self) -> str:
-        return "slower" if self.change > 0 else "faster"
+        return Verdict.SLOWER.value if self.change > 0 else Verdict.FASTER.value
 
     @property
     def regression(self) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema import Method
 from .series import Level, Series, SeriesKey, Step
 
 
@@ -61,7 +62,7 @@ def synthetic_series(h: History, seed: int, *, base_ns: float = 50e6) -> Series:
     )
     y = np.log(base_ns) + truth + h.drift * np.arange(n) + rng.normal(0, h.absolute_sd, n)
     levels = tuple(Level(names[i], float(y[i]), h.absolute_sd, (n + i,)) for i in range(n))
-    key = SeriesKey("synthetic", "bench", "0" * 16, "aduet")
+    key = SeriesKey("synthetic", "bench", "0" * 16, Method.ADUET.value)
     return Series(key, tuple(names), steps, levels, commits={v: (None, None) for v in names})
 
 

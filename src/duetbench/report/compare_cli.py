@@ -494,7 +494,7 @@ def cmd_process(args: argparse.Namespace) -> int:
 
     rep = process(args.source)
     console = Console(stderr=True)
-    out = args.output or (Path(args.source) / "iterations.parquet")
+    out = args.output or ResultsStore(Path(args.source)).table_path
     save(rep.table, out)
     console.print(f"{len(rep.table)} iterations from {rep.runs_used} runs -> {rich_text(out)}")
     runs = ", ".join(f"{n} {k}" for k, n in sorted(rep.runs_excluded.items()))

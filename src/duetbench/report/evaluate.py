@@ -25,7 +25,6 @@ explains each table and the JSON document (:func:`to_json_doc`, :data:`JSON_SCHE
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -628,25 +627,13 @@ def evaluate(
 
 def aa_from_plan(root: str | Path) -> dict[str, bool]:
     """``run_id -> aa`` from a results directory's plan (experiment.json), else run.json."""
-    root = Path(root)
-    out: dict[str, bool] = {}
-    try:
-        exp = json.loads((root / "experiment.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        exp = {}
-    for spec in exp.get("plan") or []:
-        if isinstance(spec, dict) and "run_id" in spec:
-            out[str(spec["run_id"])] = bool(spec.get("aa", False))
-    runs = root / "runs"
-    if runs.is_dir():
-        for d in runs.iterdir():
-            if d.name in out or d.name.startswith("."):
-                continue
-            try:
-                run = json.loads((d / "run.json").read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            out[d.name] = bool((run.get("spec") or {}).get("aa", False))
+    from ..store import ResultsStore
+
+    store = ResultsStore.open(Path(root))
+    out = {str(spec["run_id"]): bool(spec.get("aa", False)) for spec in store.plan()}
+    for rid, run in store.runs():
+        if rid not in out and run is not None:
+            out[rid] = bool(run.spec.get("aa", False))
     return out
 
 

@@ -8,11 +8,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..schema import RunStatus
 from ..store import ResultsStore
 from .formatting import rich_text
 
 SCHEMA_ID = "duetbench.hosts/1"
-STATUSES = ("ok", "failed", "timeout", "hung", "interrupted", "lost")
+#: the run counts of every host, in this order (JSON ``runs``)
+STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +62,7 @@ def hosts_report(root: Path) -> dict[str, Any]:
         if host is None:
             continue
         if kind == "lost":
-            counts.setdefault(host, Counter())["lost"] += 1
+            counts.setdefault(host, Counter())[RunStatus.LOST.value] += 1
             lost_on.add((e.get("run_id", ""), host))
         elif kind == "worker_joined":
             workers.setdefault(host, set()).add(str(e.get("worker")))
@@ -71,13 +73,13 @@ def hosts_report(root: Path) -> dict[str, Any]:
     for rid, run in store.runs():
         if run is None:
             continue
-        host = run.get("host") or "unknown"
-        status = run.get("status", "unknown")
-        if status == "interrupted" and (rid, host) in lost_on:
+        host = run.host or "unknown"
+        status = str(run.status)
+        if status == RunStatus.INTERRUPTED and (rid, host) in lost_on:
             continue  # an attempt already counted as lost
         counts.setdefault(host, Counter())[status] += 1
-        if run.get("start_ns") and run.get("end_ns"):
-            intervals.setdefault(host, []).append((run["start_ns"], run["end_ns"], rid))
+        if run.start_ns and run.end_ns:
+            intervals.setdefault(host, []).append((run.start_ns, run.end_ns, rid))
     from ..schedule.cluster import host_health  # imported here: `duet --help` stays fast
 
     health = host_health({h: dict(c) for h, c in counts.items() if h not in excluded})

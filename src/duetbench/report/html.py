@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
+from ..store import ResultsStore
 from . import formatting as fmt
 from .compare_cli import HEADERS as VERDICT_HEADERS
 from .compare_cli import Loaded, verdict_p
@@ -1142,13 +1143,8 @@ def _hosts_section(page: _Page, ev: Evaluation, loaded: Loaded) -> None:
     page.section("hosts", "Host configuration", "The machines the runs executed on, as detected.")
     infos: dict[str, dict[str, Any]] = {}
     root = Path(loaded.source)
-    if root.is_dir() and (root / "hosts").is_dir():
-        for p in sorted((root / "hosts").glob("*.json")):
-            try:
-                d = json.loads(p.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            infos[str(d.get("host", p.stem))] = d
+    if root.is_dir():  # read (and checked) by `duet process` already
+        infos = ResultsStore.open(root).hosts()
     if not infos and not ev.hosts.empty:
         for r in ev.hosts.to_dict("records"):
             infos[str(r["host"])] = {

@@ -20,17 +20,23 @@ from rich.progress import (
 )
 
 from ..plan import RunSpec
+from ..records import RunRecord, SideRecord
 from ..schedule.inline import ExperimentSummary
+from ..schema import RunStatus
 from ..store import ResultsStore
 from .formatting import rich_text
 
 STATUS_STYLE = {
-    "ok": "green",
-    "failed": "red",
-    "timeout": "yellow",
-    "hung": "dark_orange",
-    "interrupted": "magenta",
+    RunStatus.OK: "green",
+    RunStatus.FAILED: "red",
+    RunStatus.TIMEOUT: "yellow",
+    RunStatus.HUNG: "dark_orange",
+    RunStatus.INTERRUPTED: "magenta",
 }
+
+
+def _iterations(side: SideRecord | None) -> str:
+    return "-" if side is None or side.iterations is None else str(side.iterations)
 
 
 class RichObserver:
@@ -78,21 +84,20 @@ class RichObserver:
                 description=f"{rich_text(spec.benchmark)} [cyan]{spec.method}[/] #{spec.rep}",
             )
 
-    def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None:
-        status = record.get("status", "?")
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
+        status = str(record.status)
         if self.progress is not None:
             self.progress.advance(self.task)
-        if self.verbose or status not in ("ok",):
+        if self.verbose or status != RunStatus.OK:
             style = STATUS_STYLE.get(status, "white")
-            sides = record.get("sides", {})
             if spec.harness == "command":
                 its = "iterations " + "/".join(
-                    str(sides.get(p, {}).get("iterations", "-")) for p in spec.pairs
+                    _iterations(record.sides.get(name)) for name in spec.side_names
                 )
             else:
                 its = f"harness {spec.harness}"
             order = f" {spec.order}" if spec.order else ""
-            msg = f" - {record.get('message')}" if record.get("message") else ""
+            msg = f" - {record.message}" if record.message else ""
             line = (
                 f"[{style}]{status:<11}[/] {rich_text(spec.run_id)}{order} {rich_text(its)} "
                 f"({time.monotonic() - self._t_run.pop(spec.run_id, time.monotonic()):.1f} s)"
@@ -139,7 +144,7 @@ def print_runs_not_ok(console: Console, root: Path, bad: dict[str, str]) -> None
     for status in bad.values():
         counts[status] = counts.get(status, 0) + 1
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-    first = root / "runs" / next(iter(bad)) / "run.json"
+    first = ResultsStore(root).run_json_path(next(iter(bad)))
     console.print(
         f"[red bold]{len(bad)} run(s) did not end well[/] ({kinds}; failed and hung runs are "
         "not analysed, timed-out runs keep their finished iterations). Why: `message` in each "

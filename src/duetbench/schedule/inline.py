@@ -17,8 +17,8 @@ from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
 from ..execute.guarded import Guarded, run_captured
 from ..hosts import detect_host, host_name, run_artifacts
-from ..lock import ExperimentLock
 from ..plan import RunSpec, make_plan
+from ..records import RunRecord
 from ..store import ResultsStore, is_empty_dir
 
 
@@ -27,7 +27,7 @@ class Observer(Protocol):
         self, store: ResultsStore, plan: list[RunSpec], todo: list[RunSpec]
     ) -> None: ...
     def run_started(self, spec: RunSpec) -> None: ...
-    def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None: ...
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None: ...
     def experiment_finished(self, summary: ExperimentSummary) -> None: ...
 
 
@@ -40,7 +40,7 @@ class NullObserver:
     def run_started(self, spec: RunSpec) -> None:
         pass
 
-    def run_finished(self, spec: RunSpec, record: dict[str, Any]) -> None:
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
         pass
 
     def experiment_finished(self, summary: ExperimentSummary) -> None:
@@ -88,7 +88,7 @@ def open_store(
     root = results_root(exp, out_dir)
     if not resume:
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
-    if not (root / "experiment.json").exists():
+    if not ResultsStore(root).has_experiment():
         if root.exists() and not is_empty_dir(root):
             raise ResultsDirError(
                 f"--resume: {root} exists but holds no experiment.json; it is not a "
@@ -96,7 +96,7 @@ def open_store(
             )
         return ResultsStore.create(root, exp.to_dict(), [r.to_dict() for r in plan_all])
     store = ResultsStore.open(root, writable=True)
-    stored = {r["run_id"]: r for r in store.experiment().get("plan", [])}
+    stored = {r["run_id"]: r for r in store.plan()}
     changed = [
         r.run_id
         for r in plan_all
@@ -110,33 +110,6 @@ def open_store(
             "new experiment to another directory with -o."
         )
     return store
-
-
-#: run.json keys copied verbatim from what a command printed: never rewritten
-_VERBATIM_KEYS = frozenset({"stderr_tail"})
-
-
-def relocate_paths(record: Any, old: str | Path, new: str | Path) -> Any:
-    """``record`` with the directory ``old`` replaced by ``new`` in every path it holds.
-
-    A run is built under a temporary name (``runs/.tmp-<run>-<pid>``, or a worker's own
-    directory on a cluster) and renamed into place; the record must name where its files
-    are. What a command printed (``stderr_tail``) is kept as it was.
-    """
-    old_s, new_s = str(old), str(new)
-
-    def fix(value: Any) -> Any:
-        if isinstance(value, str):
-            if value == old_s:
-                return new_s
-            return value.replace(old_s + os.sep, new_s + os.sep)
-        if isinstance(value, dict):
-            return {k: v if k in _VERBATIM_KEYS else fix(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(fix(v) for v in value)
-        return value
-
-    return fix(record)
 
 
 def _comparable(d: dict[str, Any]) -> Any:
@@ -181,7 +154,7 @@ def record_host(
     store: ResultsStore, exp: Experiment, host: str | None = None, executor: Any = None
 ) -> None:
     host = host or host_name()
-    if store.host_path(host).exists():
+    if store.has_host(host):
         return
     info = detect_host()
     info["host"] = host
@@ -244,9 +217,9 @@ def run_experiment(
     """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
 
     The experiment directory is locked first of all: a second `duet run` on it refuses at once
-    (lock.py)."""
+    (store/lock.py)."""
     # the name is checked (and the root made absolute) before anything is created
-    with ExperimentLock.acquire(results_root(exp, out_dir)):
+    with ResultsStore.lock(results_root(exp, out_dir)):
         return _run_locked(exp, out_dir, resume=resume, only=only, observer=observer)
 
 
@@ -291,11 +264,11 @@ def _run_locked(
                     observer.run_started(spec)
                     tmp = store.new_run_dir(spec.run_id)
                     outcome = executor.execute(spec, tmp)
-                    record = relocate_paths(outcome.record, tmp, store.runs_dir / spec.run_id)
+                    record = outcome.record.relocated(tmp, store.run_dir(spec.run_id))
                     store.commit_run(tmp, record)
-                    status = record["status"]
+                    status = record.status
                     summary.statuses[status] = summary.statuses.get(status, 0) + 1
-                    summary.all_cores_busy |= bool(record.get("all_cores_busy"))
+                    summary.all_cores_busy |= record.all_cores_busy
                     observer.run_finished(spec, record)
                     if outcome.exception is not None:
                         raise outcome.exception

@@ -16,6 +16,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .layout import RUN_FILE
+
 
 def file_digest(path: Path) -> str:
     """SHA-256 of a file, hex."""
@@ -38,7 +40,7 @@ def _entries(run_dir: Path) -> dict[str, os.stat_result]:
                 st = os.lstat(p)
             except OSError:
                 continue
-            if rel != "run.json" and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            if rel != RUN_FILE and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                 out[rel] = st
     return out
 
@@ -62,10 +64,10 @@ def check(run_dir: Path, files: Any, shown: str) -> str | None:
     """What differs between ``run_dir`` and its recorded ``files`` (None: nothing).
     ``shown`` is how messages name the run directory (e.g. ``runs/<run-id>``)."""
     if not isinstance(files, dict):
-        return f"{shown}/run.json has a damaged file list"
+        return f"{shown}/{RUN_FILE} has a damaged file list"
     for name, meta in files.items():
         if not isinstance(meta, dict) or ".." in Path(name).parts or Path(name).is_absolute():
-            return f"{shown}/run.json has a damaged file list"
+            return f"{shown}/{RUN_FILE} has a damaged file list"
         p = run_dir / name
         try:
             st = os.lstat(p)

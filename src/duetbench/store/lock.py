@@ -1,4 +1,5 @@
-"""One `duet run` per results directory: an exclusive lock on ``<experiment>/.lock``.
+"""One `duet run` per results directory: an exclusive lock on ``<experiment>/.lock``
+(layout.LOCK_FILE).
 
 Two `duet run` (with or without ``--resume``, inline or ``--cluster``) on one
 experiment directory would execute runs twice and delete each other's in-flight
@@ -26,9 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from .errors import ResultsDirError
-
-LOCK_NAME = ".lock"
+from ..errors import ResultsDirError
+from .layout import EXPERIMENT_FILE, LOCK_FILE
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _foreign(root: Path) -> bool:
         names = set(os.listdir(root))
     except OSError:
         return False
-    return bool(names - {LOCK_NAME}) and LOCK_NAME not in names and "experiment.json" not in names
+    return bool(names - {LOCK_FILE}) and LOCK_FILE not in names and EXPERIMENT_FILE not in names
 
 
 class ExperimentLock:
@@ -108,7 +108,7 @@ class ExperimentLock:
 
     def __init__(self, root: Path, fd: int | None, created: list[Path]) -> None:
         self.root = root
-        self.path = root / LOCK_NAME
+        self.path = root / LOCK_FILE
         self._fd = fd
         self._created = created  # directories this lock created (removed again if left empty)
 
@@ -140,7 +140,7 @@ class ExperimentLock:
                 raise ResultsDirError(f"cannot create {root}: {exc.strerror or exc}") from None
             if _foreign(root):
                 return cls(root, None, [])
-            path = root / LOCK_NAME
+            path = root / LOCK_FILE
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except OSError as exc:
@@ -180,7 +180,7 @@ class ExperimentLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
             return cls(root, fd, created)
-        raise ResultsDirError(f"cannot lock {root / LOCK_NAME}: it keeps disappearing")
+        raise ResultsDirError(f"cannot lock {root / LOCK_FILE}: it keeps disappearing")
 
     def release(self) -> None:
         """Give the lock up. An experiment directory that holds nothing but the lock (the
@@ -190,7 +190,7 @@ class ExperimentLock:
         if fd is None:
             return
         try:
-            if set(os.listdir(self.root)) == {LOCK_NAME}:
+            if set(os.listdir(self.root)) == {LOCK_FILE}:
                 os.unlink(self.path)  # still locked: a waiting acquirer sees the file is gone
                 for d in self._created:
                     try:

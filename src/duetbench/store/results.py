@@ -1,12 +1,4 @@
-"""The results directory: layout, atomic writes, the journal, damage checks, resume.
-
-    results/<experiment>/
-      .lock             held by the `duet run` using the directory (lock.py)
-      experiment.json   tool version, resolved config, seed, the plan, start time
-      journal.jsonl     one line per finished run, appended and fsynced
-      hosts/<host>.json detected host configuration and artifact outputs
-      runs/<run-id>/    run.json + A/ and/or B/ (each side's private directory)
-      cluster.jsonl     runs on a Dask cluster only: hosts seen/excluded, attempts lost
+"""ResultsStore: one experiment's results directory (layout: store/layout.py).
 
 A run is built in ``runs/.tmp-<run-id>-<pid>``; its run.json lists every file of
 the run with size and SHA-256, the files are fsynced, the directory is renamed
@@ -24,31 +16,38 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import __version__, manifest
-from .atomic import fsync_dir, fsync_tree, write_json_atomic
-from .errors import ResultsDirError
-from .lock import LOCK_NAME
-from .manifest import file_digest
-
-__all__ = ["FINISHED", "ResultsStore", "fsync_dir", "write_json_atomic"]
-
-FINISHED = ("ok", "failed", "timeout", "hung")
-#: journal status of a run that ``--resume`` found damaged and set aside to execute again
-DAMAGED = "damaged"
-#: at most this many damaged runs are listed in one error message
-SHOWN = 8
+from .. import __version__
+from ..atomic import fsync_dir, fsync_tree, write_json_atomic
+from ..errors import ResultsDirError
+from ..records import RunRecord
+from ..schema import FINISHED_STATUSES
+from . import checks, manifest
+from .journal import DAMAGED, Journal, damaged_entry, run_entry
+from .layout import (
+    CLUSTER_LOG,
+    EXPERIMENT_FILE,
+    HOSTS_DIR,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    RUN_FILE,
+    RUNS_DIR,
+    SUPERSEDED_DIR,
+    TABLE_FILE,
+    TMP_RUN_PREFIX,
+    host_file_name,
+)
+from .lock import ExperimentLock
 
 
 def is_empty_dir(root: Path) -> bool:
     """``root`` holds nothing (but possibly the lock file of a `duet run` that died early)."""
     try:
-        return not (set(os.listdir(root)) - {LOCK_NAME})
+        return not (set(os.listdir(root)) - {LOCK_FILE})
     except FileNotFoundError:
         return True
     except OSError as exc:
@@ -60,18 +59,42 @@ def _why(exc: OSError) -> str:
 
 
 class ResultsStore:
-    """One experiment's results directory."""
+    """One experiment's results directory: the only code that knows its file names."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.runs_dir = self.root / "runs"
-        self.hosts_dir = self.root / "hosts"
-        self.journal_path = self.root / "journal.jsonl"
-        self.experiment_path = self.root / "experiment.json"
+        self.runs_dir = self.root / RUNS_DIR
+        self.hosts_dir = self.root / HOSTS_DIR
+        self.journal_path = self.root / JOURNAL_FILE
+        self.experiment_path = self.root / EXPERIMENT_FILE
+        self.cluster_log_path = self.root / CLUSTER_LOG
+        #: where `duet process` writes the iterations table by default
+        self.table_path = self.root / TABLE_FILE
+        self._journal = Journal(self.journal_path, self.root.parent)
         #: run id -> what was wrong, for the runs the last :meth:`prepare_resume` set aside
         self.damaged: dict[str, str] = {}
         #: what the last :meth:`prepare_resume` moved out of runs/ besides damaged runs
         self.moved_aside: list[str] = []
+
+    # ------------------------------------------------------------------ paths
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def run_json_path(self, run_id: str) -> Path:
+        return self.runs_dir / run_id / RUN_FILE
+
+    def host_path(self, host: str) -> Path:
+        return self.hosts_dir / host_file_name(host)
+
+    def has_experiment(self) -> bool:
+        """Whether experiment.json exists (the directory was created by `duet run`)."""
+        return self.experiment_path.exists()
+
+    @staticmethod
+    def lock(root: Path) -> ExperimentLock:
+        """Take the exclusive lock of the experiment directory ``root`` for a `duet run`
+        (store/lock.py): a second `duet run` on it refuses at once, naming this one."""
+        return ExperimentLock.acquire(root)
 
     # ------------------------------------------------------------------ open / create
     @classmethod
@@ -113,7 +136,7 @@ class ResultsStore:
             os.stat(store.experiment_path)
         except FileNotFoundError:
             raise ResultsDirError(
-                f"{root} is not a duetbench results directory (no experiment.json). "
+                f"{root} is not a duetbench results directory (no {EXPERIMENT_FILE}). "
                 "Point at the directory `duet run` created, e.g. results/<experiment-name>."
             ) from None
         except NotADirectoryError:
@@ -166,166 +189,56 @@ class ResultsStore:
                 problem = "has a damaged 'plan' (a list of runs, each with a run_id)"
         if problem is not None:
             raise ResultsDirError(
-                f"{path} {problem}: the results directory is damaged. experiment.json holds the "
-                "config and the plan and cannot be recreated; restore it from a copy"
+                f"{path} {problem}: the results directory is damaged. {EXPERIMENT_FILE} holds "
+                "the config and the plan and cannot be recreated; restore it from a copy"
             )
         return exp  # type: ignore[no-any-return]
 
+    def plan(self) -> list[dict[str, Any]]:
+        """The experiment's plan as stored (RunSpec.to_dict() of every run; [] without one)."""
+        return list(self.experiment().get("plan") or [])
+
     def plan_ids(self) -> set[str] | None:
         """The run ids of the experiment's plan (None for an experiment.json without a plan)."""
-        plan = self.experiment().get("plan")
+        plan = self.plan()
         return {r["run_id"] for r in plan} if plan else None
 
     # ------------------------------------------------------------------ journal
-    def _journal_lines(self) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
-        """The journal's entries with their line numbers, and the byte offset of a torn last
-        line (a crash while appending: no newline, not a complete entry), if there is one.
-        Any other line that is not an entry is damage: :class:`ResultsDirError`."""
-        try:
-            data = self.journal_path.read_bytes()
-        except FileNotFoundError:
-            return [], None
-        except OSError as exc:
-            raise ResultsDirError(f"cannot read {self.journal_path}: {_why(exc)}") from None
-        entries: list[tuple[int, dict[str, Any]]] = []
-        torn = None
-        offset = 0
-        lines = data.split(b"\n")
-        for number, raw in enumerate(lines, 1):
-            start, offset = offset, offset + len(raw) + 1
-            if not raw.strip():
-                continue
-            problem, entry = _parse_entry(raw)
-            if entry is not None:
-                entries.append((number, entry))
-            elif number == len(lines):
-                torn = start  # no newline after it: the append was cut by a crash
-            else:
-                raise ResultsDirError(
-                    f"{self.journal_path}, line {number}: {problem}: the journal is damaged. "
-                    "Delete that line; the run it named is then taken from its directory (or "
-                    f"executed again) by `duet run <config> -o {self.root.parent} --resume`"
-                )
-        return entries, torn
-
     def journal(self) -> list[dict[str, Any]]:
         """The journal's entries in the order they were written. A torn last line is ignored."""
-        return [e for _, e in self._journal_lines()[0]]
+        return self._journal.entries()
 
     def _last_entries(self) -> dict[str, dict[str, Any]]:
-        """Each journaled run's latest entry (a run executed again after damage has several)."""
-        last: dict[str, dict[str, Any]] = {}
-        plan = self.plan_ids()
-        for number, e in self._journal_lines()[0]:
-            if plan is not None and e["run_id"] not in plan:
-                raise ResultsDirError(
-                    f"{self.journal_path}, line {number}: run {e['run_id']!r} is not in this "
-                    "experiment's plan: the journal is damaged (or belongs to another "
-                    "experiment). Delete that line"
-                )
-            last[e["run_id"]] = e
-        return last
+        return self._journal.last_entries(self.plan_ids())
 
     def finished(self) -> dict[str, dict[str, Any]]:
-        return {rid: e for rid, e in self._last_entries().items() if e["status"] in FINISHED}
-
-    def _append_journal(self, entry: dict[str, Any]) -> None:
-        with open(self.journal_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-    def _repair_journal_tail(self) -> None:
-        """Cut a torn last line (a crash while appending) so the next entry starts a line;
-        a complete last entry that only lost its newline gets it back."""
-        _, torn = self._journal_lines()
-        try:
-            size = self.journal_path.stat().st_size
-        except FileNotFoundError:
-            return
-        if torn is not None:
-            os.truncate(self.journal_path, torn)
-        elif size:
-            with open(self.journal_path, "rb") as f:
-                f.seek(size - 1)
-                if f.read(1) == b"\n":
-                    return
-            with open(self.journal_path, "ab") as f:
-                f.write(b"\n")
-        else:
-            return
-        with open(self.journal_path, "ab") as f:
-            os.fsync(f.fileno())
+        """Run id -> journal entry of every finished run (never executed again)."""
+        return {
+            rid: e for rid, e in self._last_entries().items() if e["status"] in FINISHED_STATUSES
+        }
 
     # ------------------------------------------------------------------ damage checks
-    def _load_run(self, run_id: str) -> tuple[dict[str, Any] | None, bytes, str | None]:
-        """run.json of ``runs/<run_id>``: (record, raw bytes, None) or (None, b"", what is wrong)."""
-        d = self.runs_dir / run_id
-        rel = f"runs/{run_id}"
-        try:
-            st = os.lstat(d)
-        except FileNotFoundError:
-            return None, b"", f"its directory {rel} is missing"
-        except OSError as exc:
-            return None, b"", f"{rel} cannot be read ({_why(exc)})"
-        if not stat.S_ISDIR(st.st_mode):
-            return None, b"", f"{rel} is not a directory"
-        try:
-            raw = (d / "run.json").read_bytes()
-        except FileNotFoundError:
-            return None, b"", f"{rel}/run.json is missing"
-        except IsADirectoryError:
-            return None, b"", f"{rel}/run.json is a directory, not a file"
-        except OSError as exc:
-            return None, b"", f"{rel}/run.json cannot be read ({_why(exc)})"
-        try:
-            run = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            return None, raw, f"{rel}/run.json is not UTF-8 text"
-        except ValueError as exc:
-            return None, raw, f"{rel}/run.json is not valid JSON ({exc})"
-        if not isinstance(run, dict):
-            return None, raw, f"{rel}/run.json is not a JSON object"
-        missing = [k for k in ("run_id", "status", "benchmark", "method", "sides") if k not in run]
-        if missing:
-            return None, raw, f"{rel}/run.json lacks {', '.join(repr(k) for k in missing)}"
-        if run["run_id"] != run_id:
-            return None, raw, f"{rel}/run.json describes another run ({run['run_id']!r})"
-        sides = run["sides"]
-        if (
-            not all(isinstance(run[k], str) for k in ("status", "benchmark", "method"))
-            or not isinstance(sides, dict)
-            or not all(isinstance(s, dict) for s in sides.values())
-            or not isinstance(run.get("spec", {}), dict)
-        ):
-            return None, raw, f"{rel}/run.json has values of the wrong type"
-        return run, raw, None
-
-    def _check_files(self, run_id: str, run: dict[str, Any]) -> str | None:
-        """The run's files against the list run.json recorded (None: all as recorded)."""
-        if "files" not in run:
-            return None  # written by a duet before run.json listed files
-        return manifest.check(self.runs_dir / run_id, run["files"], f"runs/{run_id}")
-
     def check_run(
         self, run_id: str, entry: dict[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, str | None]:
+    ) -> tuple[RunRecord | None, str | None]:
         """A run directory against its journal ``entry`` (None: not journaled): (record, None)
         when it is usable, else (None, what is wrong)."""
-        run, raw, problem = self._load_run(run_id)
+        run, raw, problem = checks.load_run(self.run_dir(run_id), run_id)
         if run is None:
             return None, problem
         if entry is not None:
             digest = entry.get("run_sha256")
             if digest and hashlib.sha256(raw).hexdigest() != digest:
-                return None, f"runs/{run_id}/run.json was changed after the run was journaled"
-            if run["status"] != entry["status"]:
                 return None, (
-                    f"runs/{run_id}/run.json says {run['status']!r}, the journal "
+                    f"{RUNS_DIR}/{run_id}/{RUN_FILE} was changed after the run was journaled"
+                )
+            if run.status != entry["status"]:
+                return None, (
+                    f"{RUNS_DIR}/{run_id}/{RUN_FILE} says {str(run.status)!r}, the journal "
                     f"{entry['status']!r}"
                 )
-        if run["status"] in FINISHED:
-            problem = self._check_files(run_id, run)
+        if run.finished:
+            problem = checks.check_files(self.run_dir(run_id), run_id, run)
             if problem is not None:
                 return None, problem
         return run, None
@@ -346,7 +259,7 @@ class ResultsStore:
             raise ResultsDirError(f"cannot read {self.runs_dir}: {_why(exc)}") from None
         return sorted(n for n in names if not n.startswith("."))
 
-    def usable_runs(self) -> list[tuple[str, dict[str, Any]]]:
+    def usable_runs(self) -> list[tuple[str, RunRecord]]:
         """Every run of the directory with its record, for readers; a :class:`ResultsDirError`
         naming each damaged run (and how to repair it) instead of leaving any out.
 
@@ -356,7 +269,7 @@ class ResultsStore:
         last = self._last_entries()
         plan = self.plan_ids()
         problems: list[str] = []
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, RunRecord] = {}
         for rid, e in last.items():
             if e["status"] == DAMAGED:
                 problems.append(
@@ -373,25 +286,18 @@ class ResultsStore:
             if name in last:
                 continue
             if plan is not None and name not in plan:
-                problems.append(f"runs/{name} is not a run of this experiment's plan")
+                problems.append(f"{RUNS_DIR}/{name} is not a run of this experiment's plan")
                 continue
             run, problem = self.check_run(name, None)
             if run is not None:
                 out[name] = run
-            elif os.path.lexists(self.runs_dir / name):  # else: set aside by `duet run` meanwhile
+            elif os.path.lexists(self.run_dir(name)):  # else: set aside by `duet run` meanwhile
                 problems.append(f"run {name}: {problem}")
         if problems:
-            shown = "\n  ".join(problems[:SHOWN])
-            more = f"\n  ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-            raise ResultsDirError(
-                f"{self.root} is damaged, so its numbers would be wrong:\n  {shown}{more}\n"
-                f"Repair: `duet run <config> -o {self.root.parent} --resume` sets the damaged "
-                "runs aside (runs/.superseded/) and executes them again; or restore the "
-                "directory from a copy."
-            )
+            raise checks.damaged_directory(self.root, problems)
         return sorted(out.items())
 
-    # ------------------------------------------------------------------ runs
+    # ------------------------------------------------------------------ resume
     def prepare_resume(self) -> list[str]:
         """Before resuming (the lock held): repair a torn last journal line, journal runs
         renamed but not journaled, and set aside (into runs/.superseded/) temporary,
@@ -404,76 +310,71 @@ class ResultsStore:
         self.damaged, self.moved_aside = {}, []
         self.hosts()  # a damaged host file is refused now, not after the runs
         self._run_entries()  # runs/ that is not a directory likewise
-        self._repair_journal_tail()
+        self._journal.repair_tail()
         last = self._last_entries()
         plan = self.plan_ids()
         for rid, e in sorted(last.items()):
-            if e["status"] not in FINISHED:
+            if e["status"] not in FINISHED_STATUSES:
                 continue
             run, problem = self.check_run(rid, e)
             if run is not None:
                 continue
-            if os.path.lexists(self.runs_dir / rid):
-                self._set_aside(rid, "damaged")
-            self._append_journal(
-                {
-                    "run_id": rid,
-                    "status": DAMAGED,
-                    "message": problem,
-                    "journaled_ns": time.time_ns(),
-                }
-            )
+            if os.path.lexists(self.run_dir(rid)):
+                self._set_aside(rid, DAMAGED)
+            self._journal.append(damaged_entry(rid, problem))
             self.damaged[rid] = str(problem)
-        finished = {rid for rid, e in last.items() if e["status"] in FINISHED} - set(self.damaged)
+        finished = {rid for rid, e in last.items() if e["status"] in FINISHED_STATUSES}
+        finished -= set(self.damaged)
         recovered = []
         for name in sorted(os.listdir(self.runs_dir)):
-            if name.startswith(".tmp-"):
+            if name.startswith(TMP_RUN_PREFIX):
                 shutil.rmtree(self.runs_dir / name, ignore_errors=True)
                 continue
             if name.startswith(".") or name in finished:
                 continue
             if plan is not None and name not in plan:
-                self.moved_aside.append(f"runs/{name} is not a run of this experiment")
+                self.moved_aside.append(f"{RUNS_DIR}/{name} is not a run of this experiment")
                 self._set_aside(name, "foreign")
                 continue
             run, _problem = self.check_run(name, None)
-            if run is not None and run["status"] in FINISHED:
-                self._append_journal(self._journal_entry(run, self.runs_dir / name / "run.json"))
+            if run is not None and run.finished:
+                self._journal.append(run_entry(run, self.run_json_path(name)))
                 recovered.append(name)
             else:  # interrupted or unreadable: keep it for inspection, out of the way
                 self._set_aside(name, "")
         return recovered
 
     def _set_aside(self, name: str, why: str) -> None:
-        attic = self.runs_dir / ".superseded"
+        attic = self.runs_dir / SUPERSEDED_DIR
         attic.mkdir(exist_ok=True)
         suffix = f".{why}" if why else ""
         os.replace(self.runs_dir / name, attic / f"{name}.{time.time_ns()}{suffix}")
 
+    # ------------------------------------------------------------------ runs
     def new_run_dir(self, run_id: str) -> Path:
-        tmp = self.runs_dir / f".tmp-{run_id}-{os.getpid()}"
+        tmp = self.runs_dir / f"{TMP_RUN_PREFIX}{run_id}-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         return tmp
 
-    def commit_run(self, tmp: Path, run: dict[str, Any]) -> Path:
+    def commit_run(self, tmp: Path, run: RunRecord) -> Path:
         """Write run.json with the list of the run's files (size, SHA-256), fsync everything,
         rename into place, then journal the run (with run.json's SHA-256) if it finished."""
-        record = {**run, "files": manifest.manifest(tmp)}
-        write_json_atomic(tmp / "run.json", record)
+        record = run.with_files(manifest.manifest(tmp))
+        write_json_atomic(tmp / RUN_FILE, record.to_json())
         fsync_tree(tmp)
-        final = self.runs_dir / run["run_id"]
+        final = self.run_dir(run.run_id)
         if os.path.lexists(final):  # an unfinished attempt of the same run (interrupted earlier)
             self._set_aside(final.name, "")
         os.replace(tmp, final)
         fsync_dir(self.runs_dir)
-        if run.get("status") in FINISHED:
-            self._append_journal(self._journal_entry(record, final / "run.json"))
+        if record.finished:
+            self._journal.append(run_entry(record, final / RUN_FILE))
         return final
 
     def commit_run_contents(
-        self, run_id: str, files: Iterable[tuple[str, str, int, bytes | str]], run: dict[str, Any]
+        self, run_id: str, files: Iterable[tuple[str, str, int, bytes | str]], run: RunRecord
     ) -> Path:
         """Commit a run executed elsewhere (a cluster worker) from its returned directory contents.
 
@@ -486,7 +387,7 @@ class ResultsStore:
         try:
             for rel, kind, mode, data in files:
                 parts = Path(rel).parts
-                if not parts or Path(rel).is_absolute() or ".." in parts or rel == "run.json":
+                if not parts or Path(rel).is_absolute() or ".." in parts or rel == RUN_FILE:
                     continue
                 target = tmp.joinpath(*parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -506,36 +407,20 @@ class ResultsStore:
             raise
         return self.commit_run(tmp, run)
 
-    @staticmethod
-    def _journal_entry(run: dict[str, Any], run_json: Path) -> dict[str, Any]:
-        return {
-            "run_id": run["run_id"],
-            "status": run["status"],
-            "host": run.get("host"),
-            "start_ns": run.get("start_ns"),
-            "end_ns": run.get("end_ns"),
-            "run_sha256": file_digest(run_json),
-            "journaled_ns": time.time_ns(),
-        }
-
-    def read_run(self, run_id: str) -> dict[str, Any] | None:
+    def read_run(self, run_id: str) -> RunRecord | None:
         """run.json of a run as it is (None if missing or unusable), without damage checks."""
-        return self._load_run(run_id)[0]
+        return checks.load_run(self.run_dir(run_id), run_id)[0]
 
     def run_ids(self) -> list[str]:
-        return [n for n in self._run_entries() if (self.runs_dir / n).is_dir()]
+        return [n for n in self._run_entries() if self.run_dir(n).is_dir()]
 
-    def runs(self) -> Iterable[tuple[str, dict[str, Any] | None]]:
+    def runs(self) -> Iterator[tuple[str, RunRecord | None]]:
         """Every run directory with its run.json (None if unusable), without damage checks;
         the analysis reads :meth:`usable_runs`."""
         for rid in self.run_ids():
             yield rid, self.read_run(rid)
 
     # ------------------------------------------------------------------ cluster events
-    @property
-    def cluster_log_path(self) -> Path:
-        return self.root / "cluster.jsonl"
-
     def log_cluster_event(self, entry: dict[str, Any]) -> None:
         """Append one scheduling event (host seen/excluded, attempt lost...) to cluster.jsonl."""
         entry = {"ns": time.time_ns(), **entry}
@@ -564,9 +449,8 @@ class ResultsStore:
         return out
 
     # ------------------------------------------------------------------ hosts
-    def host_path(self, host: str) -> Path:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in host) or "host"
-        return self.hosts_dir / f"{safe}.json"
+    def has_host(self, host: str) -> bool:
+        return self.host_path(host).exists()
 
     def write_host(self, host: str, info: dict[str, Any]) -> None:
         write_json_atomic(self.host_path(host), info)
@@ -607,20 +491,3 @@ class ResultsStore:
                 )
             out[str(d.get("host") or p.stem)] = d
         return out
-
-
-def _parse_entry(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
-    """One journal line: (None, entry) or (what is wrong, None)."""
-    try:
-        entry = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return "not UTF-8 text", None
-    except ValueError as exc:
-        return f"not valid JSON ({exc})", None
-    if not isinstance(entry, dict):
-        return f"not a JSON object (it holds {type(entry).__name__})", None
-    if not isinstance(entry.get("run_id"), str) or not entry["run_id"]:
-        return "the entry has no run_id", None
-    if entry.get("status") not in (*FINISHED, DAMAGED):
-        return f"the entry's status {entry.get('status')!r} is not a finished run's", None
-    return None, entry

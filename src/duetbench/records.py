@@ -1,0 +1,321 @@
+"""Run records: what ``runs/<run-id>/run.json`` holds, as frozen dataclasses.
+
+An executor builds one :class:`RunRecord` per run (execute/local.py; the container
+executor adds its ``container`` facts with :func:`dataclasses.replace`; the cluster
+coordinator relocates a worker's record); the store writes it (``to_json``) and reads it
+back (``from_json``); `duet process` and `duet hosts` read the fields. run.json on disk is
+unchanged by this module: ``to_json`` writes the keys in the order duetbench always wrote
+them, and keys it does not know (a newer version's, another executor's) are kept in
+``extra`` and written back. A record that is not a usable run record is a
+:class:`~duetbench.errors.ResultsDirError` in :meth:`RunRecord.from_json`, so damaged
+run.json files are recognised in one place (docs/results.md, "run.json" and "Damage").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ResultsDirError
+from .schema import FINISHED_STATUSES, RunStatus, SideStatus
+
+_MISSING: Any = object()
+
+
+class _WrongType(Exception):
+    pass
+
+
+def _take(d: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], default: Any) -> Any:
+    """``d[key]`` if it has one of ``kinds`` (or is None when ``default`` is None)."""
+    value = d.get(key, _MISSING)
+    if value is _MISSING:
+        return default
+    if value is None and default is None:
+        return None
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise _WrongType(key)
+    if not isinstance(value, kinds):
+        raise _WrongType(key)
+    return value
+
+
+def _strings(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = _take(d, key, list, [])
+    if not all(isinstance(v, str) for v in value):
+        raise _WrongType(key)
+    return tuple(value)
+
+
+def _ints(d: Mapping[str, Any], key: str) -> tuple[int, ...]:
+    value = _take(d, key, list, [])
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise _WrongType(key)
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class SideRecord:
+    """One side of a run (run.json ``sides.<A|B>``). ``name`` is written as ``pair``."""
+
+    name: str  # "A" | "B" (schema.SideName)
+    cpus: tuple[int, ...] = ()
+    cwd: str = ""
+    status: str = SideStatus.FAILED  # schema.SideStatus
+    start_ns: int | None = None  # the side's work, from its go to its end
+    end_ns: int | None = None
+    exit_code: int | None = None
+    driver_exit: int | None = None
+    iterations: int | None = None  # built-in harness: iterations run
+    filler: int = 0  # busy_shorter_side: filler iterations after the side's own
+    message: str = ""
+    result_files: tuple[str, ...] = ()  # relative to the side's directory
+    missing_results: tuple[str, ...] = ()
+    stderr_tail: str = ""
+    container: Mapping[str, Any] | None = None  # container executor: name, image, image_id...
+    clock: str | None = None  # container executor, built-in harness: the clock it used
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know
+
+    _KEYS = (
+        "pair",
+        "cpus",
+        "cwd",
+        "status",
+        "start_ns",
+        "end_ns",
+        "exit_code",
+        "driver_exit",
+        "iterations",
+        "filler",
+        "message",
+        "result_files",
+        "missing_results",
+        "stderr_tail",
+        "container",
+        "clock",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "pair": self.name,
+            "cpus": list(self.cpus),
+            "cwd": self.cwd,
+            "status": self.status,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "exit_code": self.exit_code,
+            "driver_exit": self.driver_exit,
+            "iterations": self.iterations,
+            "filler": self.filler,
+            "message": self.message,
+            "result_files": list(self.result_files),
+            "missing_results": list(self.missing_results),
+            "stderr_tail": self.stderr_tail,
+        }
+        if self.container is not None:
+            out["container"] = dict(self.container)
+        if self.clock is not None:
+            out["clock"] = self.clock
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, name: str, d: Mapping[str, Any]) -> SideRecord:
+        """Raises ``_WrongType`` for a value of the wrong type (RunRecord.from_json says where)."""
+        return cls(
+            name=name,
+            cpus=_ints(d, "cpus"),
+            cwd=_take(d, "cwd", str, ""),
+            status=_take(d, "status", str, SideStatus.FAILED),
+            start_ns=_take(d, "start_ns", int, None),
+            end_ns=_take(d, "end_ns", int, None),
+            exit_code=_take(d, "exit_code", int, None),
+            driver_exit=_take(d, "driver_exit", int, None),
+            iterations=_take(d, "iterations", int, None),
+            filler=_take(d, "filler", int, 0),
+            message=_take(d, "message", str, ""),
+            result_files=_strings(d, "result_files"),
+            missing_results=_strings(d, "missing_results"),
+            stderr_tail=_take(d, "stderr_tail", str, ""),
+            container=_optional_mapping(d, "container"),
+            clock=_take(d, "clock", str, None),
+            extra={k: v for k, v in d.items() if k not in cls._KEYS},
+        )
+
+
+def _optional_mapping(d: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """An object value that is written only when present (None: absent)."""
+    if key not in d:
+        return None
+    value = d[key]
+    if not isinstance(value, dict):
+        raise _WrongType(key)
+    return value
+
+
+#: run.json keys :class:`RunRecord` knows, in the order they are written.
+RUN_KEYS = (
+    "run_id",
+    "benchmark",
+    "suite",
+    "method",
+    "rep",
+    "order",
+    "host",
+    "executor",
+    "status",
+    "message",
+    "spec",
+    "sides",
+    "all_cores_busy",
+    "start_ns",
+    "sync",
+    "end_ns",
+    "container",
+    "files",
+)
+#: run.json keys without which a record is not a run record (docs/results.md, "Damage").
+REQUIRED_KEYS = ("run_id", "status", "benchmark", "method", "sides")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run (run.json). ``status`` and ``method`` hold schema.RunStatus / schema.Method
+    values (plain strings when read back, so an unknown value of another version is kept)."""
+
+    run_id: str
+    benchmark: str
+    method: str  # schema.Method
+    status: str  # schema.RunStatus
+    suite: str = ""
+    rep: int | None = None  # repetition index (None: not recorded; spec["rep"] then)
+    order: str | None = None  # "AB" | "BA" for duet runs, None for seqn
+    host: str = ""
+    executor: str = ""
+    message: str = ""  # why, for anything but ok
+    spec: Mapping[str, Any] = field(default_factory=dict)  # plan.RunSpec.to_dict()
+    sides: Mapping[str, SideRecord] = field(default_factory=dict)  # in launch order
+    all_cores_busy: bool = False
+    start_ns: int | None = None
+    sync: Mapping[str, Any] | None = None  # sduet: {"go_count": n}
+    end_ns: int | None = None
+    container: Mapping[str, Any] | None = None  # container executor: engine, timings...
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know
+    files: Mapping[str, Any] | None = None  # the run's files (store.manifest), set on commit
+
+    @property
+    def side_names(self) -> tuple[str, ...]:
+        return tuple(self.sides)
+
+    def to_json(self) -> dict[str, Any]:
+        """The run.json object, keys in the order duetbench writes them."""
+        out: dict[str, Any] = {
+            "run_id": self.run_id,
+            "benchmark": self.benchmark,
+            "suite": self.suite,
+            "method": self.method,
+            "rep": self.rep,
+            "order": self.order,
+            "host": self.host,
+            "executor": self.executor,
+            "status": self.status,
+            "message": self.message,
+            "spec": dict(self.spec),
+            "sides": {name: s.to_json() for name, s in self.sides.items()},
+            "all_cores_busy": self.all_cores_busy,
+            "start_ns": self.start_ns,
+        }
+        if self.sync is not None:
+            out["sync"] = dict(self.sync)
+        out["end_ns"] = self.end_ns
+        if self.container is not None:
+            out["container"] = dict(self.container)
+        out.update(self.extra)
+        if self.files is not None:
+            out["files"] = dict(self.files)
+        return out
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "run.json") -> RunRecord:
+        """The record of a run.json object; :class:`ResultsDirError` ("``where`` lacks
+        'status'", "... has values of the wrong type") for one that is not a run record."""
+        if not isinstance(d, dict):
+            raise ResultsDirError(f"{where} is not a JSON object")
+        missing = [k for k in REQUIRED_KEYS if k not in d]
+        if missing:
+            raise ResultsDirError(f"{where} lacks {', '.join(repr(k) for k in missing)}")
+        try:
+            sides = _take(d, "sides", dict, {})
+            if not all(isinstance(s, dict) for s in sides.values()):
+                raise _WrongType("sides")
+            return cls(
+                run_id=_take(d, "run_id", str, ""),
+                benchmark=_take(d, "benchmark", str, ""),
+                method=_take(d, "method", str, ""),
+                status=_take(d, "status", str, ""),
+                suite=_take(d, "suite", str, ""),
+                rep=_take(d, "rep", int, None),
+                order=_take(d, "order", str, None),
+                host=_take(d, "host", str, ""),
+                executor=_take(d, "executor", str, ""),
+                message=_take(d, "message", str, ""),
+                spec=_take(d, "spec", dict, {}),
+                sides={str(n): SideRecord.from_json(str(n), s) for n, s in sides.items()},
+                all_cores_busy=_take(d, "all_cores_busy", bool, False),
+                start_ns=_take(d, "start_ns", int, None),
+                sync=_optional_mapping(d, "sync"),
+                end_ns=_take(d, "end_ns", int, None),
+                container=_optional_mapping(d, "container"),
+                extra={k: v for k, v in d.items() if k not in RUN_KEYS},
+                files=_optional_mapping(d, "files"),
+            )
+        except _WrongType as exc:
+            raise ResultsDirError(
+                f"{where} has values of the wrong type (key {exc.args[0]!r})"
+            ) from None
+
+    @property
+    def finished(self) -> bool:
+        """Ended by itself (schema.FINISHED_STATUSES): journaled, never executed again."""
+        return self.status in FINISHED_STATUSES
+
+    def with_status(self, status: RunStatus | str, message: str) -> RunRecord:
+        return dataclasses.replace(self, status=status, message=message)
+
+    def with_files(self, files: Mapping[str, Any]) -> RunRecord:
+        """The record with the list of the run's files (store/manifest.py), as committed."""
+        return dataclasses.replace(self, files=files)
+
+    def relocated(self, old: str | Path, new: str | Path) -> RunRecord:
+        """The record with the directory ``old`` replaced by ``new`` in every path it holds.
+
+        A run is built under a temporary name (``runs/.tmp-<run>-<pid>``, or a worker's own
+        directory on a cluster) and renamed into place; its record must name where its files
+        are. What a command printed (``stderr_tail``) is kept as it was."""
+        return RunRecord.from_json(relocate_paths(self.to_json(), old, new))
+
+
+#: run.json keys copied verbatim from what a command printed: never rewritten
+_VERBATIM_KEYS = frozenset({"stderr_tail"})
+
+
+def relocate_paths(record: Any, old: str | Path, new: str | Path) -> Any:
+    """``record`` (JSON data) with the directory ``old`` replaced by ``new`` in every path."""
+    old_s, new_s = str(old), str(new)
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str):
+            if value == old_s:
+                return new_s
+            return value.replace(old_s + os.sep, new_s + os.sep)
+        if isinstance(value, dict):
+            return {k: v if k in _VERBATIM_KEYS else fix(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(fix(v) for v in value)
+        return value
+
+    return fix(record)
