@@ -155,7 +155,7 @@ def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
     assert doc["settings"]["overlap_rate"] == "thesis" and doc["settings"]["min_run_pairs"] == 0
     assert all(row["calibrated"] and row["verdict"] == "same" for row in doc["rows"])
     r = run_duet("compare", str(t), "--min-run-pairs", "2")
-    assert r.returncode == 2 and "min_run_pairs" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "--min-run-pairs" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("run_stat", RUN_STATS)
@@ -197,7 +197,7 @@ def test_bad_table_is_a_clear_error(tmp_path):
 
 
 def test_runs_without_pairs_are_reported():
-    from duetbench.report.compare_cli import lost_run_notes
+    from duetbench.report.tables import lost_run_notes
 
     table = pd.DataFrame(
         {"suite": ["s"] * 4, "benchmark": ["b"] * 4, "method": ["aduet"] * 4, "run": [0, 1, 2, 3]}
@@ -209,7 +209,7 @@ def test_runs_without_pairs_are_reported():
 
 
 def test_runs_left_out_for_few_pairs_are_named_in_the_note():
-    from duetbench.report.compare_cli import lost_run_notes
+    from duetbench.report.tables import lost_run_notes
 
     table = pd.DataFrame(
         {"suite": ["s"] * 8, "benchmark": ["b"] * 8, "method": ["sduet"] * 8, "run": range(8)}
@@ -222,10 +222,15 @@ def test_runs_left_out_for_few_pairs_are_named_in_the_note():
 
 
 def test_the_p_column_goes_with_the_verdicts_test():
-    from duetbench.report.compare_cli import HEADERS, _row_cells
+    from duetbench.report.tables import VERDICT_COLUMNS, verdict_rows
 
     row = dict(benchmark="b", method="seqn", p_value=0.0001, rank_p_value=0.25, verdict="same")
-    col = HEADERS.index("p (rank)")
-    assert _row_cells({**row, "test": "ratio"})[col] == "0.25"
-    assert _row_cells({**row, "test": "utest"})[col] == "0.25"
-    assert _row_cells({**row, "test": "utest-pooled"})[col] == "<0.001"  # title: not calibrated
+    col = next(c for c in VERDICT_COLUMNS if c.title == "p (rank)")
+
+    def p_cell(test: str) -> str:
+        (r,) = verdict_rows(pd.DataFrame([row]), test)
+        return col.format(r[col.key])
+
+    assert p_cell("ratio") == "0.25"
+    assert p_cell("utest") == "0.25"
+    assert p_cell("utest-pooled") == "<0.001"  # title: not calibrated
