@@ -15,13 +15,7 @@ def get_executor(
     if name == "local":
         return LocalExecutor(host=host)
     if name in ("docker", "podman", "container"):
-        try:
-            from .container import ContainerExecutor
-        except ImportError:
-            raise ExecutorError(
-                "this experiment needs the container executor (its benchmarks set `image:`), which this "
-                "build of duetbench does not have yet. Pass --executor local to run the commands as local "
-                "processes instead (`image:` is then ignored)."
-            ) from None
+        from .container import ContainerExecutor  # imported here: it loads the engine code
+
         return ContainerExecutor(engine=name, host=host, settings=settings or {})
     raise ExecutorError(f"unknown executor '{name}'; use local, docker or podman")
