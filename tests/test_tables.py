@@ -68,9 +68,7 @@ def json_rows(doc: dict) -> Rows:
 @pytest.mark.parametrize("options", [(), ("--threshold", "2%", "--interval", "percentile")])
 def test_the_verdict_table_is_the_same_in_every_format(tmp_path, options) -> None:
     # means of 2.5 ms and 1.3 s: durations in two units, with four significant digits
-    df = simulate(
-        benchmarks=["fib", "json"], slowdown=0.03, seed=1, mean_ns=[2.5e6, 1.3e9], runs=6
-    )
+    df = simulate(benchmarks=["fib", "json"], slowdown=0.03, seed=1, mean_ns=[2.5e6, 1.3e9], runs=6)
     table = tmp_path / "t.csv"
     df.to_csv(table, index=False)
     src = str(table)
@@ -103,9 +101,11 @@ def test_the_verdict_table_is_the_same_in_every_format(tmp_path, options) -> Non
     ):
         assert rows == from_json, name
     # one order everywhere: seqn, aduet, sduet within each benchmark
-    assert list(terminal) == list(report) == [
-        (b, m) for b in ("fib", "json") for m in ("seqn", "aduet", "sduet")
-    ]
+    assert (
+        list(terminal)
+        == list(report)
+        == [(b, m) for b in ("fib", "json") for m in ("seqn", "aduet", "sduet")]
+    )
 
 
 def test_durations_have_four_significant_digits() -> None:
