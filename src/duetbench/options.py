@@ -59,13 +59,17 @@ def _is_int(x: object) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-def _real(x: object, option: str, problem: str, label: str | None = None) -> float:
-    if isinstance(x, bool | str) or x is None:
-        raise OptionError(option, problem, x, label=label)
-    try:
-        return float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise OptionError(option, problem, x, label=label) from None
+def _number(x: object, option: str, problem: str, ok: Any, label: str | None = None) -> float:
+    """``x`` as a float for which ``ok`` holds, else :class:`OptionError`."""
+    if not isinstance(x, bool) and x is not None:
+        try:
+            v = float(x)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
+        else:
+            if ok(v):
+                return v
+    raise OptionError(option, problem, x, label=label)
 
 
 def _choice(x: object, allowed: tuple[str, ...], option: str, label: str | None = None) -> str:
@@ -75,11 +79,9 @@ def _choice(x: object, allowed: tuple[str, ...], option: str, label: str | None 
 
 
 def check_confidence(confidence: object) -> float:
-    problem = "must be between 0 and 1 (e.g. 0.95)"
-    c = _real(confidence, "confidence", problem)
-    if not 0.0 < c < 1.0:
-        raise OptionError("confidence", problem, confidence)
-    return c
+    return _number(
+        confidence, "confidence", "must be between 0 and 1 (e.g. 0.95)", lambda c: 0 < c < 1
+    )
 
 
 def check_resamples(resamples: object) -> int:
@@ -89,19 +91,19 @@ def check_resamples(resamples: object) -> int:
 
 
 def check_threshold(threshold: object) -> float:
-    problem = "must be a number >= 0 (e.g. 0.01 for 1 %)"
-    t = _real(threshold, "threshold", problem)
-    if not t >= 0.0:
-        raise OptionError("threshold", problem, threshold)
-    return t
+    return _number(
+        threshold, "threshold", "must be a number >= 0 (e.g. 0.01 for 1 %)", lambda t: t >= 0
+    )
 
 
 def check_min_overlap(m: object) -> float:
-    problem = "must be a number in [0, 1) (e.g. 0.4)"
-    v = _real(m, "min_overlap", problem, "minimum overlap")
-    if not 0.0 <= v < 1.0:
-        raise OptionError("min_overlap", problem, m, label="minimum overlap")
-    return v
+    return _number(
+        m,
+        "min_overlap",
+        "must be a number in [0, 1) (e.g. 0.4)",
+        lambda v: 0 <= v < 1,
+        "minimum overlap",
+    )
 
 
 def check_overlap_rate(definition: object) -> str:
@@ -109,11 +111,12 @@ def check_overlap_rate(definition: object) -> str:
 
 
 def check_min_run_pairs(share: object) -> float:
-    problem = "must be a number in [0, 1] (a share of the median run's pairs)"
-    v = _real(share, "min_run_pairs", problem)
-    if not 0.0 <= v <= 1.0:
-        raise OptionError("min_run_pairs", problem, share)
-    return v
+    return _number(
+        share,
+        "min_run_pairs",
+        "must be a number in [0, 1] (a share of the median run's pairs)",
+        lambda v: 0 <= v <= 1,
+    )
 
 
 def check_seed(seed: object) -> int:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 from ..errors import DuetError, OptionError
 from ..options import (
@@ -129,67 +130,89 @@ def parse_aa(text: str | None) -> bool | tuple[str, ...] | None:
 # ---------------------------------------------------------------------- flags
 
 
+def add_source_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    formats: tuple[str, ...],
+    output: str,
+) -> argparse.ArgumentParser:
+    """A command that reads a results directory or a table: its source, --format, -o."""
+    p = sub.add_parser(name, help=help, description=description)
+    p.add_argument(
+        "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
+    )
+    p.add_argument("--format", choices=list(formats), default=formats[0])
+    p.add_argument("-o", "--output", type=Path, help=output)
+    return p
+
+
+def _choice(
+    p: argparse.ArgumentParser, flag: str, choices: tuple[str, ...], default: object, help: str
+) -> None:
+    p.add_argument(flag, choices=list(choices), default=default, help=help)
+
+
+def _number(p: argparse.ArgumentParser, flag: str, default: float, help: str) -> None:
+    """A number flag; ``{}`` in ``help`` is its default."""
+    kind = int if isinstance(default, int) else float
+    p.add_argument(flag, type=kind, default=default, help=help.format(f"{default:g}"))
+
+
 def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True) -> None:
     """The options of `duet compare` (``min_overlap=False``: the caller adds its own)."""
-    p.add_argument(
+    _choice(
+        p,
         "--test",
-        choices=list(TESTS),
-        default=_C.test,
-        help="what drives the verdict (default: ratio CI test); utest: signed-rank test of "
+        TESTS,
+        _C.test,
+        "what drives the verdict (default: ratio CI test); utest: signed-rank test of "
         "the run values (needs >= 6 runs at 95 %%); utest-pooled: the thesis's U test of all "
         "iterations, NOT calibrated (docs/statistics.md)",
     )
-    p.add_argument(
+    _choice(
+        p,
         "--interval",
-        choices=list(INTERVALS),
-        default=_C.interval,
-        help="interval over run-level values (default: Student-t); bca, percentile and "
+        INTERVALS,
+        _C.interval,
+        "interval over run-level values (default: Student-t); bca, percentile and "
         "studentized are NOT calibrated up to 20 runs: 7-26 %% false alarms at a nominal "
         "5 %% (docs/statistics.md)",
     )
-    p.add_argument(
-        "--resamples",
-        type=int,
-        default=_C.resamples,
-        help=f"bootstrap resamples (default {_C.resamples})",
-    )
-    p.add_argument(
-        "--confidence",
-        type=float,
-        default=_C.confidence,
-        help=f"confidence level (default {_C.confidence:g})",
-    )
+    _number(p, "--resamples", _C.resamples, "bootstrap resamples (default {})")
+    _number(p, "--confidence", _C.confidence, "confidence level (default {})")
     p.add_argument(
         "--threshold",
         default=f"{_C.threshold:g}",
         help=f"practical threshold, e.g. 1%% (default {_C.threshold:g})",
     )
     if min_overlap:
-        p.add_argument(
-            "--min-overlap",
-            type=float,
-            default=_C.min_overlap,
-            help=f"aduet pairing: minimum overlap rate m (default {_C.min_overlap:g})",
+        _number(
+            p, "--min-overlap", _C.min_overlap, "aduet pairing: minimum overlap rate m (default {})"
         )
-    p.add_argument(
+    _choice(
+        p,
         "--overlap-rate",
-        choices=list(OVERLAP_RATES),
-        default=_C.overlap_rate,
-        help="aduet pairing: overlap relative to the shorter iteration (default), or the "
+        OVERLAP_RATES,
+        _C.overlap_rate,
+        "aduet pairing: overlap relative to the shorter iteration (default), or the "
         "thesis's min(ov/d_A, ov/d_B), which drops pairs of very different length",
     )
-    p.add_argument(
+    _number(
+        p,
         "--min-run-pairs",
-        type=float,
-        default=_C.min_run_pairs,
-        help="leave out runs with fewer pairs than this share of their group's median run "
-        f"(default {_C.min_run_pairs:g}; 0 keeps every run)",
+        _C.min_run_pairs,
+        "leave out runs with fewer pairs than this share of their group's median run "
+        "(default {}; 0 keeps every run)",
     )
-    p.add_argument(
+    _choice(
+        p,
         "--run-stat",
-        choices=list(RUN_STATS),
-        default=_C.run_stat,
-        help=f"how a run's pairs are summarized (default {_C.run_stat}; min compares the "
+        RUN_STATS,
+        _C.run_stat,
+        f"how a run's pairs are summarized (default {_C.run_stat}; min compares the "
         "sides' minima, for microbenchmarks)",
     )
     p.add_argument(
@@ -203,11 +226,12 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
     p.add_argument(
         "--seed", type=int, default=None, help="bootstrap seed (default: the experiment's seed)"
     )
-    p.add_argument(
+    _choice(
+        p,
         "--cluster-by",
-        choices=list(CLUSTER_BY),
-        default=_C.cluster_by,
-        help="resampling unit (default: host when runs span several hosts, else run)",
+        CLUSTER_BY,
+        _C.cluster_by,
+        "resampling unit (default: host when runs span several hosts, else run)",
     )
 
 
@@ -240,35 +264,34 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
         "source: every benchmark); a results directory knows its A/A benchmarks (no B side "
         "in duet.yml)",
     )
-    p.add_argument(
+    _number(
+        p,
         "--shuffles",
-        type=int,
-        default=_E.shuffles,
-        help=f"random re-pairings averaged by the shuffle check (default {_E.shuffles})",
+        _E.shuffles,
+        "random re-pairings averaged by the shuffle check (default {})",
     )
-    p.add_argument(
+    _choice(
+        p,
         "--span",
-        choices=list(SPANS),
-        default=_E.span,
-        help="runtime speedup from process lifetimes (default) or the span of the iterations",
+        SPANS,
+        _E.span,
+        "runtime speedup from process lifetimes (default) or the span of the iterations",
     )
 
 
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """What the report's timelines draw, then the options of `duet evaluate`."""
-    p.add_argument(
+    _number(
+        p,
         "--timeline-runs",
-        type=int,
-        default=_R.timeline_runs,
-        help="duet runs per benchmark and method drawn in the timelines "
-        f"(default {_R.timeline_runs})",
+        _R.timeline_runs,
+        "duet runs per benchmark and method drawn in the timelines (default {})",
     )
-    p.add_argument(
+    _number(
+        p,
         "--timeline-iterations",
-        type=int,
-        default=_R.timeline_iterations,
-        help="at most this many iterations per side of a run in the timelines "
-        f"(default {_R.timeline_iterations})",
+        _R.timeline_iterations,
+        "at most this many iterations per side of a run in the timelines (default {})",
     )
     add_evaluate_options(p)
 

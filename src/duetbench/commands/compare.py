@@ -6,20 +6,18 @@ import argparse
 from pathlib import Path
 
 from ..errors import ExitCode
-from ._options import add_compare_options, compare_options, with_seed
+from ._options import add_compare_options, add_source_command, compare_options, with_seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_source_command(
+        sub,
         "compare",
         help="verdicts: is B slower or faster than A, by how much",
         description="Compare B against A per benchmark and method.",
+        formats=("table", "json", "markdown"),
+        output="write JSON/Markdown here instead of stdout",
     )
-    p.add_argument(
-        "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
-    )
-    p.add_argument("--format", choices=["table", "json", "markdown"], default="table")
-    p.add_argument("-o", "--output", type=Path, help="write JSON/Markdown here instead of stdout")
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._options import add_evaluate_options, evaluate_options, with_seed
+from ._options import add_evaluate_options, add_source_command, evaluate_options, with_seed
 
 if TYPE_CHECKING:
     from ..analysis.evaluate import Evaluation
@@ -16,19 +15,15 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_source_command(
+        sub,
         "evaluate",
         help="evaluate the methods: speedup, overlaps, CV, CI widths, A/A, MDS, shuffle check",
-        description=(
-            "The evaluation of the thesis (ch. 5, RQ1-RQ4) and the duet paper's shuffle check, "
-            "per host, benchmark and method. See docs/evaluate.md."
-        ),
+        description="The evaluation of the thesis (ch. 5, RQ1-RQ4) and the duet paper's "
+        "shuffle check, per host, benchmark and method. See docs/evaluate.md.",
+        formats=("table", "json"),
+        output="write the JSON here instead of stdout",
     )
-    p.add_argument(
-        "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
-    )
-    p.add_argument("--format", choices=["table", "json"], default="table")
-    p.add_argument("-o", "--output", type=Path, help="write the JSON here instead of stdout")
     add_evaluate_options(p)
 
 

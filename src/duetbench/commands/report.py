@@ -5,30 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._options import add_report_options, report_options
+from ._options import add_report_options, add_source_command, report_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    q = sub.add_parser(
+    p = add_source_command(
+        sub,
         "report",
         help="one self-contained HTML report (or Markdown for $GITHUB_STEP_SUMMARY)",
-        description=(
-            "Write an HTML report that opens offline in any browser: verdicts, confidence "
-            "intervals, run timelines, distributions, MDS, overlaps, speedups, hosts. "
-            "See docs/report.md."
-        ),
+        description="Write an HTML report that opens offline in any browser: verdicts, "
+        "confidence intervals, run timelines, distributions, MDS, overlaps, speedups, hosts. "
+        "See docs/report.md.",
+        formats=("html", "markdown"),
+        output="output file (default: report.html; Markdown goes to stdout)",
     )
-    q.add_argument(
-        "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
-    )
-    q.add_argument("--format", choices=["html", "markdown"], default="html")
-    q.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        help="output file (default: report.html; Markdown goes to stdout)",
-    )
-    add_report_options(q)
+    add_report_options(p)
 
 
 def run(args: argparse.Namespace) -> int:

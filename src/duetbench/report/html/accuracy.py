@@ -12,9 +12,11 @@ from .plots import (
     METHOD_COLORS,
     SIDE_COLORS,
     TEST_NAMES,
+    bars_layout,
     bench_name,
     grouped_bars,
     grouped_percent_bars,
+    hline,
     methods_in,
     rounded,
 )
@@ -141,21 +143,16 @@ def _aa_part(page: Page, ev: Evaluation) -> None:
     page.figure(
         {
             "data": data,
-            "layout": {
-                "title": {"text": "A/A benchmarks judged 'same'"},
-                "barmode": "group",
-                "xaxis": {
-                    "title": {"text": "test"},
-                    "categoryorder": "array",
-                    "categoryarray": [TEST_NAMES[t] for t in ("ratio", "diff", "utest")],
-                },
-                "yaxis": {
+            "layout": bars_layout(
+                "A/A benchmarks judged 'same'",
+                "test",
+                [TEST_NAMES[t] for t in ("ratio", "diff", "utest")],
+                {
                     "title": {"text": "judged same (% of A/A benchmarks)"},
                     "ticksuffix": " %",
                     "range": [0, 105],
                 },
-                "legend": {"title": {"text": "method"}},
-            },
+            ),
         },
         height=380,
         wide=False,
@@ -176,29 +173,13 @@ def _shuffle_part(page: Page, ev: Evaluation, multi: bool) -> None:
     page.figure(
         {
             "data": data,
-            "layout": {
-                "title": {"text": "CI width shuffled / paired (dotted: no effect)"},
-                "barmode": "group",
-                "xaxis": {
-                    "title": {"text": "benchmark"},
-                    "categoryorder": "array",
-                    "categoryarray": cats,
-                    "automargin": True,
-                },
-                "yaxis": {"title": {"text": "width ratio"}, "rangemode": "tozero"},
-                "shapes": [
-                    {
-                        "type": "line",
-                        "xref": "paper",
-                        "x0": 0,
-                        "x1": 1,
-                        "y0": 1,
-                        "y1": 1,
-                        "line": {"dash": "dot", "color": "#444", "width": 1},
-                    }
-                ],
-                "legend": {"title": {"text": "method"}},
-            },
+            "layout": bars_layout(
+                "CI width shuffled / paired (dotted: no effect)",
+                "benchmark",
+                cats,
+                {"title": {"text": "width ratio"}, "rangemode": "tozero"},
+                shapes=[hline(1, "dot")],
+            ),
         },
         height=380,
         wide=False,

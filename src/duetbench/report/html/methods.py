@@ -12,8 +12,10 @@ from .plots import (
     METHOD_SYMBOLS,
     TEST_DASH,
     TEST_NAMES,
+    bars_layout,
     bench_name,
     grouped_bars,
+    hline,
     line_trace,
     methods_in,
     rounded,
@@ -250,39 +252,21 @@ def speedup_section(page: Page, ev: Evaluation) -> None:
         "B's run) over mean duet cost (first start to last end). 2x is the limit.",
     )
     data, cats = grouped_bars(sp, "speedup", scale=1, digits=3, multi=multi, hover="%{y:.2f}x")
-    lines = [
-        {
-            "type": "line",
-            "xref": "paper",
-            "x0": 0,
-            "x1": 1,
-            "y0": y,
-            "y1": y,
-            "line": {"dash": d, "color": "#444", "width": 1},
-        }
-        for y, d in ((1.0, "dot"), (2.0, "dash"))
-    ]
     page.figure(
         {
             "data": data,
-            "layout": {
-                "title": {"text": "Runtime speedup over seqn (dotted: none, dashed: the 2x limit)"},
-                "barmode": "group",
-                "xaxis": {
-                    "title": {"text": "benchmark"},
-                    "categoryorder": "array",
-                    "categoryarray": cats,
-                    "automargin": True,
-                },
-                "yaxis": {
+            "layout": bars_layout(
+                "Runtime speedup over seqn (dotted: none, dashed: the 2x limit)",
+                "benchmark",
+                cats,
+                {
                     "title": {"text": "speedup (x)"},
                     "ticksuffix": "x",
                     "rangemode": "tozero",
                     "range": [0, 2.1],
                 },
-                "shapes": lines,
-                "legend": {"title": {"text": "method"}},
-            },
+                shapes=[hline(1.0, "dot"), hline(2.0, "dash")],
+            ),
         },
         height=400,
         wide=False,

@@ -132,3 +132,35 @@ def grouped_bars(
             }
         )
     return data, cats
+
+
+def hline(y: float, dash: str) -> dict[str, Any]:
+    """A horizontal line across the plot at ``y`` (a reference: no change, a limit)."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": dash, "color": "#444", "width": 1},
+    }
+
+
+def bars_layout(
+    title: str, xtitle: str, categories: list[str], yaxis: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    """The layout of grouped bars per method over ``categories`` (benchmarks, tests)."""
+    return {
+        "title": {"text": title},
+        "barmode": "group",
+        "xaxis": {
+            "title": {"text": xtitle},
+            "categoryorder": "array",
+            "categoryarray": categories,
+            **({"automargin": True} if xtitle == "benchmark" else {}),
+        },
+        "yaxis": yaxis,
+        **extra,
+        "legend": {"title": {"text": "method"}},
+    }
