@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -385,6 +386,97 @@ def _options(opts: EvaluateOptions | None, kw: dict[str, Any]) -> EvaluateOption
     return replace(base, compare=copts, **{k: v for k, v in kw.items() if k in own}).checked()
 
 
+@dataclass(frozen=True, eq=False)
+class _Input:
+    """The table as every section of the evaluation reads it."""
+
+    opts: EvaluateOptions
+    base: pd.DataFrame  # the used columns, warm-up included (speedup, slowed-down copies)
+    prep: pd.DataFrame  # warm-up rows of the config dropped
+    warmup: int | str  # what the sections still drop per series (0 after the config's)
+    aa_names: tuple[str, ...]
+
+    @property
+    def copts(self) -> CompareOptions:
+        """The per-host tables' options: warm-up as above, clustering automatic (one host
+        per group)."""
+        return replace(self.opts.compare, warmup=self.warmup, cluster_by=None, by=KEYS)
+
+    @cached_property
+    def aduet(self) -> pd.DataFrame:
+        return self.prep.loc[(self.prep["method"].astype(str) == "aduet").to_numpy()]
+
+
+def _overlap_rows(x: _Input) -> pd.DataFrame:
+    aduet = x.aduet
+    if aduet.empty:
+        return _empty("overlap")
+    src = drop_warmup(aduet, x.warmup) if x.warmup else aduet
+    frames = []
+    for m in x.opts.min_overlaps:
+        r = relative_overlap_time(src, m, by=BENCH_KEYS, overlap_rate=x.opts.compare.overlap_rate)
+        r.insert(len(BENCH_KEYS), "min_overlap", m)
+        frames.append(r)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _aa_overlap_rows(x: _Input) -> pd.DataFrame:
+    aduet = x.aduet
+    sub = aduet.loc[aduet["benchmark"].astype(str).isin(set(x.aa_names)).to_numpy()]
+    if sub.empty:
+        return _empty("aa_by_overlap")
+    frames = []
+    for m in x.opts.min_overlaps:
+        r = compare_tests(sub, CI_TESTS, x.copts, min_overlap=m)
+        r["min_overlap"] = m
+        frames.append(r)
+    rows = pd.concat(frames, ignore_index=True)
+    return _verdict_counts(rows, ["host", "suite", "method", "test", "min_overlap"])
+
+
+def _shuffle_rows(x: _Input) -> pd.DataFrame:
+    c = x.opts.compare
+    frames = []
+    for t in CI_TESTS:
+        r = shuffle_check(
+            x.prep,
+            test=t,
+            interval=c.interval,
+            confidence=c.confidence,
+            resamples=c.resamples,
+            run_stat=c.run_stat,
+            min_overlap=c.min_overlap,
+            overlap_rate=c.overlap_rate,
+            min_run_pairs=c.min_run_pairs,
+            warmup=x.warmup,
+            winsorize=c.winsorize,
+            seed=c.seed,
+            shuffles=x.opts.shuffles,
+            by=KEYS,
+        ).copy()
+        r["test"] = t
+        frames.append(r)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _mds_detail_rows(x: _Input) -> pd.DataFrame:
+    # every s slows down the raw table (warm-up included: a slower B is slower there
+    # too, and its timeline shifts); the slowed tables are stacked and compared at once
+    frames = []
+    for s in x.opts.slowdowns:
+        slowed, _ = _prepared(slow_down(x.base, s), x.opts.compare.warmup)
+        frames.append(slowed.assign(slowdown=s))
+    stacked = pd.concat(frames, ignore_index=True)
+    return _tests_rows(stacked, x.copts, x.aa_names, by=(*KEYS, "slowdown"))
+
+
+def _hosts_rows(df: pd.DataFrame) -> pd.DataFrame:
+    host_cols = [col for col in df.columns if col.startswith(("host_", "artifact_"))]
+    if "host" not in df.columns:
+        return pd.DataFrame()
+    return df[["host", *host_cols]].drop_duplicates("host").sort_values("host")
+
+
 def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -> Evaluation:
     """Evaluate an experiment (thesis ch. 5, duet paper sec. 4; docs/evaluate.md).
 
@@ -408,108 +500,34 @@ def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -
     opts = _options(opts, kw)
     if df.empty:
         raise DuetError("the iterations table is empty: nothing to evaluate")
-    c = opts.compare
-    aa_names = _aa_names(df, opts.aa)
     base = _slim(df)
-    prep, w = _prepared(base, c.warmup)
+    prep, w = _prepared(base, opts.compare.warmup)
     if prep.empty:
         raise DuetError("every iteration is marked as warm-up: nothing to evaluate")
-    # the per-host tables: warm-up already dropped, clustering automatic (one host per group)
-    copts = replace(c, warmup=w, cluster_by=None, by=KEYS)
+    x = _Input(opts, base, prep, w, _aa_names(df, opts.aa))
     problems: list[str] = []
 
     # the verdict table of `duet compare` (its grouping, host clustering when needed)
-    verdicts = _shape("verdicts", compare(prep, c, warmup=w))
-
-    tests = _shape("tests", _tests_rows(prep, copts, aa_names))
+    verdicts = _shape("verdicts", compare(prep, opts.compare, warmup=w))
+    tests = _shape("tests", _tests_rows(prep, x.copts, x.aa_names))
     is_aa = tests["aa"].to_numpy(dtype=bool)
     aa_tab = _shape("aa", _verdict_counts(tests.loc[is_aa], ["host", "suite", "method", "test"]))
-
     speedup = _guard(
         "speedup",
         problems,
         lambda: runtime_speedup(base, span=opts.span, by=BENCH_KEYS),  # type: ignore[arg-type]
     )
-    cv_tab = _guard("cv", problems, lambda: cv(prep, warmup=w, winsorize=c.winsorize, by=KEYS))
-
-    aduet = prep.loc[(prep["method"].astype(str) == "aduet").to_numpy()]
-
-    def overlap_rows() -> pd.DataFrame:
-        if aduet.empty:
-            return _empty("overlap")
-        src = drop_warmup(aduet, w) if w else aduet
-        frames = []
-        for m in opts.min_overlaps:
-            r = relative_overlap_time(src, m, by=BENCH_KEYS, overlap_rate=c.overlap_rate)
-            r.insert(len(BENCH_KEYS), "min_overlap", m)
-            frames.append(r)
-        return pd.concat(frames, ignore_index=True)
-
-    overlap = _guard("overlap", problems, overlap_rows)
-
-    def aa_overlap_rows() -> pd.DataFrame:
-        sub = aduet.loc[aduet["benchmark"].astype(str).isin(set(aa_names)).to_numpy()]
-        if sub.empty:
-            return _empty("aa_by_overlap")
-        frames = []
-        for m in opts.min_overlaps:
-            r = compare_tests(sub, CI_TESTS, copts, min_overlap=m)
-            r["min_overlap"] = m
-            frames.append(r)
-        rows = pd.concat(frames, ignore_index=True)
-        return _verdict_counts(rows, ["host", "suite", "method", "test", "min_overlap"])
-
-    aa_by_overlap = _guard("aa_by_overlap", problems, aa_overlap_rows)
-
-    def shuffle_rows() -> pd.DataFrame:
-        frames = []
-        for t in CI_TESTS:
-            r = shuffle_check(
-                prep,
-                test=t,
-                interval=c.interval,
-                confidence=c.confidence,
-                resamples=c.resamples,
-                run_stat=c.run_stat,
-                min_overlap=c.min_overlap,
-                overlap_rate=c.overlap_rate,
-                min_run_pairs=c.min_run_pairs,
-                warmup=w,
-                winsorize=c.winsorize,
-                seed=c.seed,
-                shuffles=opts.shuffles,
-                by=KEYS,
-            ).copy()
-            r["test"] = t
-            frames.append(r)
-        return pd.concat(frames, ignore_index=True)
-
-    shuffle = _guard("shuffle", problems, shuffle_rows)
-
-    def mds_detail_rows() -> pd.DataFrame:
-        # every s slows down the raw table (warm-up included: a slower B is slower there
-        # too, and its timeline shifts); the slowed tables are stacked and compared at once
-        frames = []
-        for s in opts.slowdowns:
-            slowed, _ = _prepared(slow_down(base, s), c.warmup)
-            frames.append(slowed.assign(slowdown=s))
-        stacked = pd.concat(frames, ignore_index=True)
-        return _tests_rows(stacked, copts, aa_names, by=(*KEYS, "slowdown"))
-
-    mds_detail = _guard("mds_detail", problems, mds_detail_rows)
-    mds = _shape("mds", _mds_from_detail(mds_detail, opts.slowdowns))
+    cv_tab = _guard(
+        "cv", problems, lambda: cv(prep, warmup=w, winsorize=opts.compare.winsorize, by=KEYS)
+    )
+    # computed in this order: the problems are listed in it
+    overlap = _guard("overlap", problems, lambda: _overlap_rows(x))
+    aa_by_overlap = _guard("aa_by_overlap", problems, lambda: _aa_overlap_rows(x))
+    shuffle = _guard("shuffle", problems, lambda: _shuffle_rows(x))
+    mds_detail = _guard("mds_detail", problems, lambda: _mds_detail_rows(x))
     curve = _verdict_counts(mds_detail, ["host", "suite", "aa", "method", "test", "slowdown"])
     if not curve.empty:
         curve["share_slower"] = curve["slower"] / curve["benchmarks"]
-    mds_curve = _shape("mds_curve", curve)
-
-    host_cols = [col for col in df.columns if col.startswith(("host_", "artifact_"))]
-    hosts = _shape(
-        "hosts",
-        df[["host", *host_cols]].drop_duplicates("host").sort_values("host")
-        if "host" in df.columns
-        else pd.DataFrame(),
-    )
     return Evaluation(
         verdicts=verdicts,
         speedup=speedup,
@@ -519,11 +537,11 @@ def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -
         aa=aa_tab,
         aa_by_overlap=aa_by_overlap,
         shuffle=shuffle,
-        mds=mds,
-        mds_curve=mds_curve,
+        mds=_shape("mds", _mds_from_detail(mds_detail, opts.slowdowns)),
+        mds_curve=_shape("mds_curve", curve),
         mds_detail=mds_detail,
-        hosts=hosts,
-        aa_benchmarks=aa_names,
+        hosts=_shape("hosts", _hosts_rows(df)),
+        aa_benchmarks=x.aa_names,
         settings=opts,
         problems=tuple(problems),
     )
