@@ -15,7 +15,7 @@ def get_executor(
     if name == "local":
         return LocalExecutor(host=host)
     if name in ("docker", "podman", "container"):
-        from .container import ContainerExecutor  # imported here: it loads the engine code
+        from .container import ContainerExecutor
 
         return ContainerExecutor(engine=name, host=host, settings=settings or {})
     raise ExecutorError(f"unknown executor '{name}'; use local, docker or podman")
