@@ -333,6 +333,10 @@ def evaluate_options(args: argparse.Namespace) -> EvaluateOptions:
     """`duet evaluate`'s options from its arguments."""
     pairing, grid = parse_min_overlaps(args.min_overlap)
     slowdowns = parse_grid(args.slowdowns, percent=True, what="--slowdowns")
+    if min(slowdowns) < 0:
+        raise DuetError(
+            f"--slowdowns {args.slowdowns!r}: give slowdowns >= 0 in percent, e.g. 0:15:1"
+        )
     with flag_errors():
         return EvaluateOptions.create(
             compare_options(args, min_overlap=pairing),
