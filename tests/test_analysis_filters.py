@@ -113,10 +113,30 @@ def test_warmup_half_keeps_the_larger_half_of_odd_series() -> None:
     assert kept["duration_ns"].tolist() == [2, 3]
 
 
-@pytest.mark.parametrize("bad", [-1, "third", 1.5, None])
+@pytest.mark.parametrize("bad", [-1, "third", 1.5, True])
 def test_warmup_rejects_nonsense(bad: object) -> None:
     with pytest.raises(AnalysisError):
         drop_warmup(table(series([1, 2, 3])), bad)  # type: ignore[arg-type]
+
+
+def test_warmup_none_drops_the_rows_the_table_marks() -> None:
+    """``None`` ("config") is the config's warm-up: the rows of the ``warmup`` column."""
+    df = table(series([1, 2, 3, 4]))
+    assert drop_warmup(df, None).equals(df)  # nothing marked: nothing dropped
+    df["warmup"] = [True, True, False, False]
+    assert drop_warmup(df, None)["duration_ns"].tolist() == [3, 4]
+
+
+def test_compare_drops_the_marked_warmup_unless_told_otherwise() -> None:
+    """`duet compare`'s default (the config's warm-up) is the library's: ``warmup=None``."""
+    from duetbench.analysis import compare
+    from duetbench.analysis.simulate import simulate
+
+    df = simulate(benchmarks=1, methods=("seqn", "sduet"), runs=5, iterations=8, seed=3)
+    df["warmup"] = df["iteration"] < 3
+    dropped = df.loc[~df["warmup"]].drop(columns="warmup")
+    assert compare(df).equals(compare(dropped, warmup=0))
+    assert compare(df, warmup=2).equals(compare(df.drop(columns="warmup"), warmup=2))
 
 
 def test_winsorize_vectorized_matches_a_plain_reading_of_the_rule() -> None:

@@ -20,8 +20,8 @@ from tests.conftest import HANG_S, make_hold, pids_with, run_duet, wait_until
 
 from duetbench.config import loads_config
 from duetbench.errors import ConfigError
+from duetbench.host_report import hosts_report
 from duetbench.plan import make_plan
-from duetbench.report.hosts_cli import hosts_report
 from duetbench.schedule.cluster import (
     balanced_assignment,
     check_host,

@@ -130,10 +130,11 @@ def duration(ns: float | None) -> str:
     return f"{ns:.0f} ns"
 
 
-def cells(row: dict[str, Any]) -> list[str]:
-    """A JSON row as the terminal and Markdown tables show it."""
+def cells(row: dict[str, Any], test: str) -> list[str]:
+    """A JSON row as the terminal and Markdown tables show it: the p-value is the one of
+    the verdict's test (the pooled U test's for utest-pooled, else the signed-rank's)."""
     ci = "-" if row["ci_low"] is None else f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
-    p = row["p_value"]
+    p = row["p_value"] if test == "utest-pooled" else row["rank_p_value"]
     return [
         row["benchmark"] + (f" @{row['host']}" if row["host"] else ""),
         row["method"],
@@ -166,7 +167,7 @@ def assert_tables_show(doc: dict[str, Any], source: str, *args: str) -> tuple[st
     md_rc, md = duet("compare", source, *args, "--format", "markdown")
     term_rc, term = duet("compare", source, *args)
     assert md_rc == term_rc == 0, md + term
-    want = [cells(r) for r in doc["rows"]]
+    want = [cells(r, doc["settings"]["test"]) for r in doc["rows"]]
     assert terminal_rows(term) == want
     assert markdown_rows(md) == [[*c[:-1], ICONS.get(c[-1], c[-1])] for c in want]
     return md, term
@@ -384,7 +385,7 @@ def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
     assert doc["settings"]["overlap_rate"] == "thesis" and doc["settings"]["min_run_pairs"] == 0
     assert all(row["calibrated"] and row["verdict"] == "same" for row in doc["rows"])
     r = run_duet("compare", str(t), "--min-run-pairs", "2")
-    assert r.returncode == 2 and "min_run_pairs" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "--min-run-pairs" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("run_stat", RUN_STATS)
@@ -422,7 +423,7 @@ def test_bad_table_is_a_clear_error(tmp_path):
 
 
 def test_runs_without_pairs_are_reported():
-    from duetbench.report.compare_cli import lost_run_notes
+    from duetbench.report.tables import lost_run_notes
 
     table = pd.DataFrame(
         {"suite": ["s"] * 4, "benchmark": ["b"] * 4, "method": ["aduet"] * 4, "run": [0, 1, 2, 3]}
@@ -434,7 +435,7 @@ def test_runs_without_pairs_are_reported():
 
 
 def test_runs_left_out_for_few_pairs_are_named_in_the_note():
-    from duetbench.report.compare_cli import lost_run_notes
+    from duetbench.report.tables import lost_run_notes
 
     table = pd.DataFrame(
         {"suite": ["s"] * 8, "benchmark": ["b"] * 8, "method": ["sduet"] * 8, "run": range(8)}
@@ -447,10 +448,15 @@ def test_runs_left_out_for_few_pairs_are_named_in_the_note():
 
 
 def test_the_p_column_goes_with_the_verdicts_test():
-    from duetbench.report.compare_cli import HEADERS, _row_cells
+    from duetbench.report.tables import VERDICT_COLUMNS, verdict_rows
 
     row = dict(benchmark="b", method="seqn", p_value=0.0001, rank_p_value=0.25, verdict="same")
-    col = HEADERS.index("p (rank)")
-    assert _row_cells({**row, "test": "ratio"})[col] == "0.25"
-    assert _row_cells({**row, "test": "utest"})[col] == "0.25"
-    assert _row_cells({**row, "test": "utest-pooled"})[col] == "<0.001"  # title: not calibrated
+    col = next(c for c in VERDICT_COLUMNS if c.title == "p (rank)")
+
+    def p_cell(test: str) -> str:
+        (r,) = verdict_rows(pd.DataFrame([row]), test)
+        return col.format(r[col.key])
+
+    assert p_cell("ratio") == "0.25"
+    assert p_cell("utest") == "0.25"
+    assert p_cell("utest-pooled") == "<0.001"  # title: not calibrated

@@ -12,16 +12,13 @@ from scipy import stats
 from tests.conftest import run_duet
 
 from duetbench.analysis import slow_down
+from duetbench.analysis.evaluate import TABLES, evaluate
 from duetbench.analysis.simulate import simulate
+from duetbench.commands._options import parse_grid
+from duetbench.dataset import Dataset
 from duetbench.errors import DuetError
-from duetbench.report.evaluate import (
-    DEFAULT_MIN_OVERLAPS,
-    JSON_SCHEMA,
-    TABLES,
-    evaluate,
-    parse_grid,
-    to_json_doc,
-)
+from duetbench.options import DEFAULT_MIN_OVERLAPS
+from duetbench.report.json_docs import JSON_SCHEMA, evaluate_doc
 
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000
@@ -283,7 +280,7 @@ def test_shuffle_check_and_cv_are_reported() -> None:
 
 def test_json_document_follows_its_schema(known) -> None:
     df, ev = known
-    doc = json.loads(json.dumps(to_json_doc(ev, source="mem", experiment="known")))
+    doc = json.loads(json.dumps(evaluate_doc(ev, Dataset(df, "mem", "known"))))
     jsonschema.validate(doc, JSON_SCHEMA)
     assert set(doc["tables"]) == set(TABLES)
     assert doc["aa_benchmarks"] == ["aa1", "aa2"]

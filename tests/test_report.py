@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from tests.conftest import HANG_S, ROOT, SETUP_HINT, run_duet
 
+from duetbench.analysis.evaluate import evaluate
 from duetbench.analysis.simulate import simulate
-from duetbench.report.compare_cli import Loaded
-from duetbench.report.evaluate import evaluate
+from duetbench.dataset import Dataset
 from duetbench.report.html import ReportOptions, render_html, render_markdown
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -290,7 +290,7 @@ def test_report_of_a_multi_host_table_renders(tmp_path) -> None:
         columns=["proc_start_ns", "proc_end_ns"]
     )
     ev = evaluate(df, aa=True, slowdowns=[0.0, 0.05, 0.1], shuffles=2)
-    loaded = Loaded(df, "simulated", "sim", 0)
+    loaded = Dataset(df, "simulated", "sim", 0)
     html = render_html(ev, loaded, ReportOptions(timeline_runs=1, timeline_iterations=5))
     out = tmp_path / "multi.html"
     out.write_text(html, encoding="utf-8")
@@ -307,7 +307,8 @@ def test_markdown_report(quickstart_results) -> None:
     md = r.stdout
     assert md.startswith("## duetbench report: quickstart")
     assert (
-        "| benchmark | method | mean A | mean B | change | CI | p (rank) | runs | verdict |" in md
+        "| benchmark | method | mean A | mean B | change | CI | p (rank) | runs | pairs | verdict |"
+        in md
     )
     for part in (
         "### Runtime speedup over seqn",
@@ -324,7 +325,7 @@ def test_markdown_report(quickstart_results) -> None:
 def test_markdown_of_a_table_without_duets() -> None:
     df = simulate(benchmarks=2, methods=("seqn",), runs=4, iterations=5, seed=2)
     ev = evaluate(df, slowdowns=[0.0, 0.1], shuffles=2)
-    md = render_markdown(ev, Loaded(df, "t.csv", None, 0))
+    md = render_markdown(ev, Dataset(df, "t.csv", None, 0))
     assert "Runtime speedup" not in md and "overlap" not in md
     assert "| bench000 | seqn |" in md
 

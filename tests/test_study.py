@@ -269,7 +269,7 @@ def test_2x_work_measures_2_with_every_method(tmp_path: Path) -> None:
     from duetbench.analysis import compare
     from duetbench.config import loads_config
     from duetbench.process import process
-    from duetbench.report.compare_cli import lost_run_notes
+    from duetbench.report.tables import lost_run_notes
     from duetbench.schedule.inline import run_experiment
 
     harness = tmp_path / "known.py"

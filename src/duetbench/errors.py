@@ -6,13 +6,25 @@ its message (no traceback) and exits with status 2. Messages say what to change.
 
 from __future__ import annotations
 
+from enum import IntEnum
 from pathlib import Path
+
+
+class ExitCode(IntEnum):
+    """The exit status of every `duet` command (README.md, "Exit status")."""
+
+    OK = 0
+    REGRESSION = 1  # `duet compare --fail-on-regression`: a verdict is "slower"
+    USAGE = 2  # bad flags, config, input files (a DuetError)
+    INCONCLUSIVE = 3  # reserved: a gate or stopping rule that cannot decide yet
+    RUNS_FAILED = 4  # `duet run` finished, but some runs failed, timed out or hung
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM; `duet run --resume` continues
 
 
 class DuetError(Exception):
     """Base class of every error caused by user input (configs, result files, flags)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class ConfigError(DuetError):
@@ -61,3 +73,22 @@ class ExecutorError(DuetError):
 
 class AnalysisError(DuetError):
     """Input to the analysis that cannot give an answer (no pairs, missing columns...)."""
+
+
+class OptionError(AnalysisError):
+    """An option of the analysis with a value it cannot take.
+
+    ``option`` is the keyword (``min_overlap``); the command line names it as its flag
+    (:meth:`as_flag`: ``--min-overlap``). ``label`` replaces the keyword in the library's
+    message where a phrase reads better ("minimum overlap").
+    """
+
+    def __init__(self, option: str, problem: str, value: object, *, label: str | None = None):
+        self.option = option
+        self.problem = problem
+        self.value = value
+        super().__init__(f"{label or option} {problem}, got {value!r}")
+
+    def as_flag(self) -> DuetError:
+        """The same error worded for the command line."""
+        return DuetError(f"--{self.option.replace('_', '-')} {self.problem}, got {self.value!r}")

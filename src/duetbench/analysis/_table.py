@@ -264,12 +264,6 @@ class GroupStreams(Sequence[np.random.Generator]):
         _start(gen, state).random(out=out)
 
 
-def check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or int(seed) < 0:
-        raise AnalysisError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
 @dataclass(frozen=True, eq=False)
 class Iterations:
     """Iterations as arrays, sorted by (unit, side, iteration)."""
@@ -282,6 +276,7 @@ class Iterations:
     duration: np.ndarray  # int64 ns (float64 after winsorizing)
     row: np.ndarray  # int64 position of the row in the source frame
     synthetic: np.ndarray | None  # bool per row, or None when the column is absent
+    warmup: np.ndarray | None  # bool per row: marked as warm-up (column ``warmup``), or None
     units: pd.DataFrame  # one row per unit code: the unit key columns
     unit_columns: tuple[str, ...]
     unit_rank: np.ndarray  # per unit: rank in sorted key order (canonical order)
@@ -306,6 +301,7 @@ class Iterations:
             duration=self.duration[mask_or_index],
             row=self.row[mask_or_index],
             synthetic=None if self.synthetic is None else self.synthetic[mask_or_index],
+            warmup=None if self.warmup is None else self.warmup[mask_or_index],
         )
 
     @cached_property
@@ -396,9 +392,11 @@ class Iterations:
         start = _int_column(df, "start_ns")
         end = _int_column(df, "end_ns")
         duration = _int_column(df, "duration_ns")
-        synthetic = None
+        synthetic = warmup = None
         if "synthetic_ts" in df.columns:
             synthetic = df["synthetic_ts"].fillna(False).to_numpy(dtype=bool)
+        if "warmup" in df.columns:
+            warmup = df["warmup"].fillna(False).to_numpy(dtype=bool)
         row = np.arange(n, dtype=np.int64)
         order = None
         if not _stretches_sorted(seg_unit * 2 + seg_side, seg.starts, iteration):
@@ -408,6 +406,8 @@ class Iterations:
             start, end, duration, row = start[order], end[order], duration[order], row[order]
             if synthetic is not None:
                 synthetic = synthetic[order]
+            if warmup is not None:
+                warmup = warmup[order]
         if "run" in units.columns:
             units["run"] = units["run"].astype(np.int64)
         return cls(
@@ -419,6 +419,7 @@ class Iterations:
             duration=duration,
             row=row,
             synthetic=synthetic,
+            warmup=warmup,
             units=units,
             unit_columns=tuple(unit_cols),
             unit_rank=canonical_rank(units),

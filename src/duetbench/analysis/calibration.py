@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from .compare import CompareOptions
+    from duetbench.options import CompareOptions
 
 #: Fewest runs (or clusters) from which the Student-t interval was calibrated.
 T_MIN_RUNS = 3

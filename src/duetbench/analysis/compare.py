@@ -1,4 +1,5 @@
-"""``compare``: verdicts for every benchmark and method (METHODS.md sections 2-5, 7)."""
+"""``compare``: verdicts for every benchmark and method (docs/statistics.md, "Pipeline and
+defaults"). The options are :class:`duetbench.options.CompareOptions`."""
 
 from __future__ import annotations
 
@@ -9,31 +10,34 @@ import numpy as np
 import pandas as pd
 
 from duetbench.errors import AnalysisError
+from duetbench.options import (
+    DEFAULT_BY,
+    DEFAULT_MIN_RUN_PAIRS,
+    NO_CLUSTERING,
+    RUN_STATS,
+    TESTS,
+    CompareOptions,
+    check_min_run_pairs,
+)
 
 from ._table import (
     SIDE_A,
     SIDE_B,
     THREADED_ROWS,
     Iterations,
-    check_seed,
     group_codes,
     stable_key,
 )
 from ._threads import side_by_side
 from .calibration import calibrated
-from .filters import Warmup, check_warmup, warmup_mask, winsorized_durations
+from .filters import warmup_mask, winsorized_durations
 from .intervals import (
-    INTERVALS,
-    WEIGHTS,
     GroupIntervals,
     bootstrap_interval,
-    check_confidence,
-    check_resamples,
     t_interval,
     weighted_bootstrap_interval,
 )
-from .overlaps import DEFAULT_OVERLAP_RATE, check_overlap_rate
-from .pairing import DEFAULT_MIN_OVERLAP, Pairs, check_min_overlap, pair_rows
+from .pairing import Pairs, pair_rows
 from .ranks import GroupedSignedRank, signed_rank
 from .runvalues import RunValues, run_values, sparse_runs
 from .stats import (
@@ -41,118 +45,47 @@ from .stats import (
     ChangeResult,
     ConfidenceInterval,
     GroupedU,
-    check_threshold,
     mann_whitney_grouped,
     pooled_u_verdicts,
     rank_verdicts,
     verdicts,
 )
 
-#: ratio and diff: CI tests (5.2, 5.1); utest: signed-rank test of the run values;
-#: utest-pooled: the thesis's Mann-Whitney U of all iterations (not calibrated).
-TESTS = ("ratio", "diff", "utest", "utest-pooled")
-_TEST_ALIASES = {"difference": "diff", "utest-thesis": "utest-pooled"}
-DEFAULT_MIN_RUN_PAIRS = 0.25
-RUN_STATS = ("median", "mean", "trimmed", "min")
-DEFAULT_BY = ("suite", "benchmark", "method")
-NO_CLUSTERING = "run"
+__all__ = [
+    "DEFAULT_BY",
+    "DEFAULT_MIN_RUN_PAIRS",
+    "NO_CLUSTERING",
+    "RUN_STATS",
+    "TESTS",
+    "CompareOptions",
+    "check_min_run_pairs",
+    "compare",
+    "compare_iterations",
+    "compare_tests",
+    "difference_test",
+    "ratio_test",
+]
 
 
-@dataclass(frozen=True)
-class CompareOptions:
-    """Validated options of :func:`compare` (see there)."""
-
-    test: str = "ratio"
-    interval: str = "t"
-    confidence: float = 0.95
-    resamples: int = 9999
-    threshold: float = 0.0
-    min_overlap: float = DEFAULT_MIN_OVERLAP
-    run_stat: str = "median"
-    warmup: Warmup = 0
-    winsorize: bool = False
-    seed: int = 0
-    cluster_by: str | None = None
-    by: tuple[str, ...] = DEFAULT_BY
-    weights: str = "poisson"
-    overlap_rate: str = DEFAULT_OVERLAP_RATE
-    min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS
-
-    @classmethod
-    def create(cls, **kw: object) -> CompareOptions:
-        o = cls(**kw)  # type: ignore[arg-type]
-        test = _TEST_ALIASES.get(str(o.test), str(o.test))
-        if test not in TESTS:
-            raise AnalysisError(f"test must be one of {', '.join(TESTS)}, got {o.test!r}")
-        interval = str(o.interval).lower()
-        if interval not in INTERVALS:
-            raise AnalysisError(
-                f"interval must be one of {', '.join(INTERVALS)}, got {o.interval!r}"
-            )
-        if o.run_stat not in RUN_STATS:
-            raise AnalysisError(
-                f"run statistic must be one of {', '.join(RUN_STATS)}, got {o.run_stat!r}"
-            )
-        if o.weights not in WEIGHTS:
-            raise AnalysisError(f"weights must be poisson or uniform, got {o.weights!r}")
-        by = (o.by,) if isinstance(o.by, str) else tuple(o.by)
-        if o.cluster_by is not None and not isinstance(o.cluster_by, str):
-            raise AnalysisError(
-                f"cluster_by must be a column name, 'run' or None, got {o.cluster_by!r}"
-            )
-        return replace(
-            o,
-            test=test,
-            interval=interval,
-            confidence=check_confidence(o.confidence),
-            resamples=check_resamples(o.resamples),
-            threshold=check_threshold(o.threshold),
-            min_overlap=check_min_overlap(o.min_overlap),
-            warmup=check_warmup(o.warmup),
-            winsorize=bool(o.winsorize),
-            seed=check_seed(o.seed),
-            by=by,
-            overlap_rate=check_overlap_rate(o.overlap_rate),
-            min_run_pairs=check_min_run_pairs(o.min_run_pairs),
-        )
-
-    @property
-    def value_test(self) -> str:
-        """The test whose run values are built: the U tests rank log ratios."""
-        return "diff" if self.test == "diff" else "ratio"
-
-    @property
-    def cluster_column(self) -> str | None:
-        """Column whose values are resampled as clusters (None: runs)."""
-        if self.cluster_by is None:
-            return "host"
-        if self.cluster_by == NO_CLUSTERING:
-            return None
-        return self.cluster_by
+def options(opts: CompareOptions | None, kw: dict[str, object]) -> CompareOptions:
+    """``opts`` (default: :class:`CompareOptions`) with the keywords ``kw`` replacing its
+    fields, validated."""
+    base = opts if opts is not None else CompareOptions()
+    return CompareOptions.create(**{**vars(base), **kw}) if kw else base.checked()
 
 
-def compare(
-    df: pd.DataFrame,
-    *,
-    test: str = "ratio",
-    interval: str = "t",
-    confidence: float = 0.95,
-    resamples: int = 9999,
-    threshold: float = 0.0,
-    min_overlap: float = DEFAULT_MIN_OVERLAP,
-    run_stat: str = "median",
-    warmup: Warmup = 0,
-    winsorize: bool = False,
-    seed: int = 0,
-    cluster_by: str | None = None,
-    by: Sequence[str] = DEFAULT_BY,
-    weights: str = "poisson",
-    overlap_rate: str = DEFAULT_OVERLAP_RATE,
-    min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS,
-) -> pd.DataFrame:
+def compare(df: pd.DataFrame, opts: CompareOptions | None = None, **kw: object) -> pd.DataFrame:
     """Compare A with B in every group of ``by`` (default: suite, benchmark, method).
 
-    Steps: drop ``warmup`` iterations per series, optionally winsorize, pair
+    The options are a :class:`~duetbench.options.CompareOptions` (``opts``) and/or its
+    fields as keywords (which replace those of ``opts``): ``test``, ``interval``,
+    ``confidence``, ``resamples``, ``threshold``, ``min_overlap``, ``run_stat``,
+    ``warmup``, ``winsorize``, ``seed``, ``cluster_by``, ``by``, ``weights``,
+    ``overlap_rate``, ``min_run_pairs``. Their defaults are those of `duet compare`.
+
+    Steps: drop warm-up iterations per series (``warmup``: a count, ``"half"``, or
+    ``None`` -- the default -- for the rows the table marks in its ``warmup`` column,
+    i.e. the config's ``warmup:``), optionally winsorize, pair
     (aduet: ``O_m`` with ``m = min_overlap`` and the rate ``overlap_rate``:
     ``"shorter"`` -- overlap / shorter iteration, default -- or ``"thesis"``),
     summarize every run by ``run_stat`` of its pairs' log ratios (``test="ratio"``)
@@ -160,7 +93,7 @@ def compare(
     ``min_run_pairs`` times the median run of their group (0 keeps all), build an
     interval for the mean over runs (``interval``: ``t`` | ``percentile`` | ``bca``
     | ``studentized``; bootstrap ones use ``resamples`` and ``seed``) and give a
-    verdict (``threshold``: practical threshold of 5.5, relative).
+    verdict (``threshold``: practical threshold, relative; docs/statistics.md).
 
     ``test="utest"``: the verdict is the Wilcoxon signed-rank test of the run
     values (log ratios; of the hosts' mean values when clustered) at level
@@ -184,37 +117,9 @@ def compare(
     many runs. A group without pairs has verdict ``no data`` and NaNs, as has one
     whose interval is undefined (a single run).
     """
-    opts = CompareOptions.create(
-        test=test,
-        interval=interval,
-        confidence=confidence,
-        resamples=resamples,
-        threshold=threshold,
-        min_overlap=min_overlap,
-        run_stat=run_stat,
-        warmup=warmup,
-        winsorize=winsorize,
-        seed=seed,
-        cluster_by=cluster_by,
-        by=by,
-        weights=weights,
-        overlap_rate=overlap_rate,
-        min_run_pairs=min_run_pairs,
-    )
+    opts = options(opts, kw)
     it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
     return compare_iterations(it, opts)
-
-
-def check_min_run_pairs(share: object) -> float:
-    try:
-        v = float(share)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise AnalysisError(f"min_run_pairs must be a number in [0, 1], got {share!r}") from exc
-    if not 0.0 <= v <= 1.0:
-        raise AnalysisError(
-            f"min_run_pairs must be in [0, 1] (a share of the median run's pairs), got {share!r}"
-        )
-    return v
 
 
 def unit_extras(opts: CompareOptions) -> list[str]:
@@ -226,7 +131,8 @@ def unit_extras(opts: CompareOptions) -> list[str]:
 
 
 def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
-    """Warm-up removal and optional winsorization (METHODS 2)."""
+    """Warm-up removal and optional winsorization (docs/statistics.md, "Overlaps, pairing,
+    filters: details")."""
     keep = warmup_mask(it, opts.warmup)
     itf = it if keep.all() else it.take(keep)
     if opts.winsorize:
@@ -235,7 +141,12 @@ def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
     return itf
 
 
-def compare_tests(df: pd.DataFrame, tests: Sequence[str] = TESTS, **kw: object) -> pd.DataFrame:
+def compare_tests(
+    df: pd.DataFrame,
+    tests: Sequence[str] = TESTS,
+    opts: CompareOptions | None = None,
+    **kw: object,
+) -> pd.DataFrame:
     """:func:`compare` of every test in ``tests`` (default: all four) at once.
 
     The rows of each test, stacked in the order of ``tests`` (column ``test``), equal
@@ -245,7 +156,7 @@ def compare_tests(df: pd.DataFrame, tests: Sequence[str] = TESTS, **kw: object) 
     """
     if isinstance(tests, str) or not tests:
         raise AnalysisError("tests must be a non-empty list, e.g. ('ratio', 'utest')")
-    opts = CompareOptions.create(**kw)
+    opts = options(opts, kw)
     it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
     return compare_iterations(it, opts, tests)
 

@@ -11,9 +11,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from duetbench.errors import AnalysisError
+from duetbench.options import check_seed
 from duetbench.schema import Method
 
-from ._table import SIDE_A, SIDE_B, Iterations, check_seed, group_codes, group_generator
+from ._table import SIDE_A, SIDE_B, Iterations, group_codes, group_generator
 from .compare import (
     DEFAULT_BY,
     DEFAULT_MIN_RUN_PAIRS,

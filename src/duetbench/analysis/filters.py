@@ -2,35 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import pandas as pd
 
-from duetbench.errors import AnalysisError
+from duetbench.options import Warmup, check_warmup
 
 from ._segments import sort_segments
 from ._table import Iterations
-
-Warmup = int | Literal["half"]
 
 #: The winsorization rule of the duet paper (appendix 7.1): 20 % of the range.
 WINSOR_FRACTION = 0.2
 
 
-def check_warmup(warmup: object) -> Warmup:
-    if warmup == "half":
-        return "half"
-    if isinstance(warmup, bool) or not isinstance(warmup, int | np.integer) or int(warmup) < 0:
-        raise AnalysisError(
-            f"warm-up must be a number of iterations >= 0 or 'half', got {warmup!r}"
-        )
-    return int(warmup)
+def drop_marked_warmup(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows the table does not mark as warm-up (its ``warmup`` column: the config's
+    ``warmup:``, set by `duet process`); the table itself when it has no such column."""
+    if "warmup" not in df.columns:
+        return df
+    return df.loc[~df["warmup"].fillna(False).astype(bool).to_numpy()]
 
 
 def warmup_mask(it: Iterations, warmup: Warmup) -> np.ndarray:
-    """True for the rows kept after dropping the first ``warmup`` iterations per series."""
+    """True for the rows kept after dropping the first ``warmup`` iterations per series
+    (``None``: the rows the table marks as warm-up)."""
     warmup = check_warmup(warmup)
+    if warmup is None:
+        if it.warmup is None:
+            return np.ones(len(it.unit), dtype=bool)
+        return ~it.warmup
     if warmup == 0:
         return np.ones(len(it.unit), dtype=bool)
     pos, length = it.position_in_series()
@@ -87,10 +86,13 @@ def drop_warmup(df: pd.DataFrame, warmup: Warmup) -> pd.DataFrame:
     """Drop the first ``warmup`` iterations of every (run, pair) series.
 
     ``warmup`` is a number of iterations, ``"half"`` (the first half, rounded down,
-    as the thesis does for JVM suites) or 0 (keep everything). Iterations are
-    ordered by their ``iteration`` index; the original row order is kept.
+    as the thesis does for JVM suites), 0 (keep everything) or ``None`` (the rows the
+    table marks as warm-up, :func:`drop_marked_warmup`). Iterations are ordered by
+    their ``iteration`` index; the original row order is kept.
     """
     warmup = check_warmup(warmup)
+    if warmup is None:
+        return drop_marked_warmup(df).copy()
     if warmup == 0:
         return df.copy()
     it = Iterations.from_frame(df)

@@ -25,12 +25,11 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from duetbench.errors import AnalysisError
+from duetbench.options import WEIGHTS, check_confidence, check_resamples, check_seed
 
 from ._resample import resample_blocks
-from ._table import GroupStreams, check_seed, group_generator
+from ._table import GroupStreams, group_generator
 
-INTERVALS: tuple[str, ...] = ("t", "percentile", "bca", "studentized")
-WEIGHTS: tuple[str, ...] = ("poisson", "uniform")
 _PURPOSE = "interval"
 # Poisson(1) by inversion: P(W <= k) for k = 0..; beyond the last entry (k >= 19) the
 # remaining probability is below 1e-17, under the resolution of a double.
@@ -75,22 +74,6 @@ class GroupIntervals:
     n: np.ndarray  # resampling units per group (values, or clusters)
     method: str
     confidence: float
-
-
-def check_confidence(confidence: object) -> float:
-    try:
-        c = float(confidence)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise AnalysisError(f"confidence must be a number in (0, 1), got {confidence!r}") from exc
-    if not 0.0 < c < 1.0:
-        raise AnalysisError(f"confidence must be in (0, 1) (e.g. 0.95), got {confidence!r}")
-    return c
-
-
-def check_resamples(resamples: object) -> int:
-    if isinstance(resamples, bool) or not isinstance(resamples, int | np.integer) or resamples < 2:
-        raise AnalysisError(f"resamples must be an integer >= 2, got {resamples!r}")
-    return int(resamples)
 
 
 def group_generators(

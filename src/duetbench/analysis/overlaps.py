@@ -25,22 +25,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from duetbench.errors import AnalysisError
+from duetbench.options import DEFAULT_OVERLAP_RATE, check_overlap_rate
 from duetbench.schema import Method
 
 from ._table import Iterations, group_codes, require_columns
 
 _KEY_LIMIT = 2**62
-#: Definitions of the overlap rate: relative to the shorter iteration, or the thesis's.
-OVERLAP_RATES = ("shorter", "thesis")
-DEFAULT_OVERLAP_RATE = "shorter"
-
-
-def check_overlap_rate(definition: object) -> str:
-    if definition not in OVERLAP_RATES:
-        raise AnalysisError(
-            f"overlap rate must be one of {', '.join(OVERLAP_RATES)}, got {definition!r}"
-        )
-    return str(definition)
 
 
 def _rate(ov: np.ndarray, da: np.ndarray, db: np.ndarray, definition: str) -> np.ndarray:

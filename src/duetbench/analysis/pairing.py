@@ -14,24 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from duetbench.errors import AnalysisError
+from duetbench.options import (
+    DEFAULT_MIN_OVERLAP,
+    DEFAULT_OVERLAP_RATE,
+    check_min_overlap,
+    check_overlap_rate,
+)
 from duetbench.schema import Method
 
 from ._table import SIDE_A, SIDE_B, THREADED_ROWS, Iterations
 from ._threads import side_by_side
-from .overlaps import DEFAULT_OVERLAP_RATE, check_overlap_rate, overlap_pairs
-
-DEFAULT_MIN_OVERLAP = 0.4
-
-
-def check_min_overlap(m: object) -> float:
-    try:
-        v = float(m)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise AnalysisError(f"minimum overlap must be a number in [0, 1), got {m!r}") from exc
-    if not 0.0 <= v < 1.0:
-        raise AnalysisError(f"minimum overlap must be in [0, 1), got {m!r}")
-    return v
+from .overlaps import overlap_pairs
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,7 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from duetbench.errors import AnalysisError
+from duetbench.options import check_threshold
 from duetbench.schema import VERDICTS as VERDICTS  # re-exported by duetbench.analysis
 from duetbench.schema import Verdict
 
@@ -78,16 +79,6 @@ class MannWhitneyResult:
     verdict: str
     n_a: int
     n_b: int
-
-
-def check_threshold(threshold: object) -> float:
-    try:
-        t = float(threshold)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise AnalysisError(f"threshold must be a number >= 0, got {threshold!r}") from exc
-    if not t >= 0.0:
-        raise AnalysisError(f"threshold must be >= 0 (e.g. 0.01 for 1 %), got {threshold!r}")
-    return t
 
 
 def verdicts(low: npt.ArrayLike, high: npt.ArrayLike, threshold: float = 0.0) -> np.ndarray:

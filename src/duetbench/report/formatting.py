@@ -1,5 +1,13 @@
-"""Number formats shared by the terminal, Markdown and HTML renderings of the evaluation,
-and the escaping of user text (names, paths, messages) for rich markup and Markdown."""
+"""The one set of number formats of every table duet prints (terminal, Markdown, HTML, and
+the checks of the JSON documents), and the escaping of user text (names, paths,
+messages) for rich markup and Markdown.
+
+:func:`cell` formats a value by the *kind* of its column (``report/tables.py``): every
+renderer of a table calls it, so `duet compare`, `duet evaluate` and `duet report` show
+the same number the same way. Durations have four significant digits in the largest
+unit that keeps the number >= 1 (``2.491 ms``, ``122.0 ms``, ``1.292 s``): a 0.1 %
+difference between the two sides' means shows at every magnitude.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +44,12 @@ def md_text(value: Any) -> str:
     if m:  # a list item, block quote or setext underline where the text starts a line
         text = m.group(1)[:-1] + "\\" + m.group(1)[-1] + text[m.end() :]
     return text
+
+
+def md_heading(value: Any) -> str:
+    """:func:`md_text` that keeps parentheses: without brackets they start no link, and a
+    title reads better with them plain."""
+    return md_text(value).replace("\\(", "(").replace("\\)", ")")
 
 
 def md_cell(value: Any) -> str:
@@ -83,15 +97,27 @@ def ratio(x: Any) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+#: duration units from the largest: the first the value reaches is used
+_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3))
+#: significant digits of a duration
+DURATION_DIGITS = 4
+
+
 def duration(ns: Any) -> str:
-    """Nanoseconds in the largest unit that keeps the number >= 1: '12.3 ms'."""
+    """Nanoseconds with four significant digits in the largest unit that keeps the number
+    >= 1: ``'2.491 ms'``, ``'122.0 ms'``, ``'1.292 s'``, ``'850 ns'``; '-' when missing."""
     v = num(ns)
     if v is None:
         return "-"
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(v) >= div:
-            return f"{v / div:.3g} {unit}" if abs(v) / div < 100 else f"{v / div:.0f} {unit}"
-    return f"{v:.0f} ns"
+    r = float(f"{v:.{DURATION_DIGITS}g}")  # rounded first: 999.96 ms is 1.000 s
+    if abs(r) < 1000:
+        r = float(round(r))  # whole nanoseconds: 999.5 ns is 1.000 us
+    for unit, div in _UNITS:
+        x = r / div
+        if abs(x) >= 1:
+            decimals = max(0, DURATION_DIGITS - 1 - math.floor(math.log10(abs(x))))
+            return f"{x:.{decimals}f} {unit}"
+    return f"{r:.0f} ns"
 
 
 def share(count: Any, total: Any) -> str:
@@ -114,3 +140,80 @@ def ci(low: Any, high: Any, digits: int = 2) -> str:
     if lo is None or hi is None:
         return "-"
     return f"[{pct(lo, signed=True, digits=digits)}, {pct(hi, signed=True, digits=digits)}]"
+
+
+def count(x: Any) -> str:
+    """An integer count; '-' when missing."""
+    v = num(x)
+    return "-" if v is None else str(int(v))
+
+
+def percent(x: Any, digits: int = 0) -> str:
+    """A share as a number of percent without the unit: 0.123 -> '12' (narrow grid tables
+    whose title says "%")."""
+    v = num(x)
+    return "-" if v is None else f"{v * 100:.{digits}f}"
+
+
+def pct_g(x: Any, missing: str = "-") -> str:
+    """A fraction in percent, shortest form: 0.05 -> '5 %'."""
+    v = num(x)
+    return missing if v is None else f"{v * 100:g} %"
+
+
+#: Column kinds (``report/tables.py``) and their default digits
+KINDS = (
+    "text",
+    "verdict",
+    "health",
+    "count",
+    "duration",
+    "pct",
+    "signed_pct",
+    "percent",
+    "ci",
+    "pvalue",
+    "times",
+    "ratio",
+    "share",
+)
+
+
+def cell(kind: str, value: Any, *, digits: int | None = None, missing: str = "-") -> str:
+    """``value`` as the text of a table cell of ``kind``.
+
+    ``text``, ``verdict`` and ``health`` (a host's, "flagged: why"): the value as text; ``count``: an integer; ``duration``:
+    nanoseconds (:func:`duration`); ``pct`` / ``signed_pct``: a fraction in percent
+    (``digits`` decimals, default 1 / 2; ``digits=None`` for ``pct`` of a grid: '5 %');
+    ``percent``: percent without the unit; ``ci``: a ``(low, high)`` pair of fractions;
+    ``pvalue``; ``times``: a speedup ('1.73x'); ``ratio``; ``share``: a ``(count,
+    total)`` pair. ``missing`` replaces '-' for a missing value.
+    """
+    if kind in ("text", "verdict", "health"):
+        return missing if value is None else str(value)
+    if kind == "ci":
+        low, high = value if value is not None else (None, None)
+        text = ci(low, high, digits if digits is not None else 2)
+    elif kind == "share":
+        c, t = value if value is not None else (None, None)
+        text = share(c, t)
+    elif kind == "pct" and digits is None:
+        return pct_g(value, missing)
+    elif kind == "pct":
+        text = pct(value, digits=digits)
+    elif kind == "signed_pct":
+        text = pct(value, signed=True, digits=2 if digits is None else digits)
+    elif kind == "percent":
+        text = percent(value, 0 if digits is None else digits)
+    else:
+        fn = {
+            "count": count,
+            "duration": duration,
+            "pvalue": pvalue,
+            "times": times,
+            "ratio": ratio,
+        }.get(kind)
+        if fn is None:
+            raise ValueError(f"unknown column kind {kind!r} (one of {', '.join(KINDS)})")
+        text = fn(value)
+    return missing if text == "-" else text

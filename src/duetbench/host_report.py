@@ -1,35 +1,19 @@
-"""`duet hosts RESULTS`: which hosts ran what, their configuration, their health."""
+"""`duet hosts` as a library: which hosts ran an experiment, their configuration, the runs
+they executed per status, and their health."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..schema import RunStatus
-from ..store import ResultsStore
-from .formatting import rich_text
+from .schedule.cluster import host_health
+from .schema import RunStatus
+from .store import ResultsStore
 
 SCHEMA_ID = "duetbench.hosts/1"
 #: the run counts of every host, in this order (JSON ``runs``)
 STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
-
-
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "hosts",
-        help="the hosts of an experiment: configuration, runs per status, health",
-        description=(
-            "List the hosts that ran an experiment (or were excluded by its `hosts:` "
-            "requirements) with their detected configuration, the runs they executed per "
-            "status, attempts lost to dead workers, and a health verdict."
-        ),
-    )
-    p.add_argument("results", type=Path, help="the experiment's results directory (results/NAME)")
-    p.add_argument("--format", choices=["table", "json"], default="table")
-    p.set_defaults(func=cmd_hosts)
 
 
 def _overlaps(intervals: list[tuple[int, int, str]]) -> list[tuple[str, str]]:
@@ -80,8 +64,6 @@ def hosts_report(root: Path) -> dict[str, Any]:
         counts.setdefault(host, Counter())[status] += 1
         if run.start_ns and run.end_ns:
             intervals.setdefault(host, []).append((run.start_ns, run.end_ns, rid))
-    from ..schedule.cluster import host_health  # imported here: `duet --help` stays fast
-
     health = host_health({h: dict(c) for h, c in counts.items() if h not in excluded})
     rows = []
     for host in sorted(set(configs) | set(counts) | set(excluded)):
@@ -145,43 +127,3 @@ def hosts_report(root: Path) -> dict[str, Any]:
         "cluster": bool(events),
         "hosts": rows,
     }
-
-
-def cmd_hosts(args: argparse.Namespace) -> int:
-    report = hosts_report(args.results)
-    if args.format == "json":
-        print(json.dumps(report, indent=2, default=str))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    table = Table(title=f"{rich_text(report['experiment'])}: {len(report['hosts'])} host(s)")
-    for col in ("host", "CPU", "CPUs", "mem GB", "kernel", "virt", "engines"):
-        table.add_column(col)
-    for col in ("ok", "failed", "timeout", "hung", "lost"):
-        table.add_column(col, justify="right")
-    table.add_column("health")
-    style = {"ok": "green", "flagged": "bold red", "excluded": "dim", "quarantined": "red"}
-    for r in report["hosts"]:
-        cfg, runs = r["config"], r["runs"]
-        health = f"[{style.get(r['health'], 'yellow')}]{r['health']}[/]"
-        if r["reason"]:
-            health += f": {rich_text(r['reason'])}"
-        table.add_row(
-            rich_text(r["host"]),
-            rich_text(cfg["cpu_model"] or "-"),
-            rich_text(cfg["cpus_available"] or cfg["cores"] or "-"),
-            "-" if cfg["memory_gb"] is None else f"{cfg['memory_gb']:g}",
-            rich_text(cfg["kernel"] or "-"),
-            rich_text(cfg["virtualization"] or "-"),
-            rich_text(", ".join(map(str, cfg["container_engines"] or [])) or "-"),
-            str(runs["ok"]),
-            str(runs["failed"]),
-            str(runs["timeout"]),
-            str(runs["hung"]),
-            str(runs["lost"]),
-            health,
-        )
-    console.print(table)
-    return 0

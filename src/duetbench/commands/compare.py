@@ -1,0 +1,71 @@
+"""`duet compare`: is B slower or faster than A, by how much -- the verdict table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import ExitCode
+from ._options import add_compare_options, add_source_command, compare_options, with_seed
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_source_command(
+        sub,
+        "compare",
+        help="verdicts: is B slower or faster than A, by how much",
+        description="Compare B against A per benchmark and method.",
+        formats=("table", "json", "markdown"),
+        output="write JSON/Markdown here instead of stdout",
+    )
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
+    )
+    add_compare_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analysis import compare
+    from ..dataset import open_dataset
+    from ..report.json_docs import compare_doc, dumps
+    from ..report.markdown import compare_markdown
+    from ..report.tables import verdict_table
+    from ..report.terminal import print_verdicts
+    from ._output import write_output
+
+    opts = compare_options(args)
+    dataset = open_dataset(args.source)
+    opts = with_seed(opts, args, dataset.seed)
+    rows = compare(dataset.table, opts)
+    if args.format == "json":
+        write_output(dumps(compare_doc(rows, dataset, opts)), args.output)
+    elif args.format == "markdown":
+        write_output(compare_markdown(verdict_table(rows, dataset, opts)), args.output)
+    else:
+        print_verdicts(verdict_table(rows, dataset, opts))
+    if args.fail_on_regression and (rows["verdict"] == "slower").any():
+        return ExitCode.REGRESSION
+    return ExitCode.OK
+
+
+def print_verdicts_after_run(root: Path) -> None:
+    """The verdict table `duet compare` prints, at the end of `duet run` (its defaults)."""
+    import sys
+
+    from ..analysis import compare
+    from ..dataset import open_dataset
+    from ..errors import DuetError
+    from ..options import CompareOptions
+    from ..report.tables import verdict_table
+    from ..report.terminal import print_verdicts
+
+    try:
+        dataset = open_dataset(root)
+        if dataset.table.empty:
+            return
+        opts = CompareOptions(seed=dataset.seed).checked()
+        rows = compare(dataset.table, opts)
+    except DuetError as exc:
+        print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
+        return
+    print_verdicts(verdict_table(rows, dataset, opts))

@@ -1,0 +1,35 @@
+"""`duet hosts RESULTS`: which hosts ran what, their configuration, their health."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "hosts",
+        help="the hosts of an experiment: configuration, runs per status, health",
+        description=(
+            "List the hosts that ran an experiment (or were excluded by its `hosts:` "
+            "requirements) with their detected configuration, the runs they executed per "
+            "status, attempts lost to dead workers, and a health verdict."
+        ),
+    )
+    p.add_argument("results", type=Path, help="the experiment's results directory (results/NAME)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..host_report import hosts_report
+    from ..report.json_docs import dumps
+    from ..report.tables import hosts_table
+    from ..report.terminal import make_console, print_titled
+    from ._output import write_output
+
+    report = hosts_report(args.results)
+    if args.format == "json":
+        write_output(dumps(report), None)
+        return 0
+    print_titled(hosts_table(report), make_console())
+    return 0

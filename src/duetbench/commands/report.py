@@ -1,0 +1,44 @@
+"""`duet report`: one self-contained HTML report (or Markdown for $GITHUB_STEP_SUMMARY)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._options import add_report_options, add_source_command, report_options
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_source_command(
+        sub,
+        "report",
+        help="one self-contained HTML report (or Markdown for $GITHUB_STEP_SUMMARY)",
+        description="Write an HTML report that opens offline in any browser: verdicts, "
+        "confidence intervals, run timelines, distributions, MDS, overlaps, speedups, hosts. "
+        "See docs/report.md.",
+        formats=("html", "markdown"),
+        output="output file (default: report.html; Markdown goes to stdout)",
+    )
+    add_report_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    from dataclasses import replace
+
+    from ..atomic import write_atomic
+    from ..report.html import render_html
+    from ..report.markdown import report_markdown
+    from ._output import write_output
+    from .evaluate import evaluate_source
+
+    opts = report_options(args)
+    ev, dataset = evaluate_source(args, opts.evaluate)
+    if args.format == "markdown":
+        write_output(report_markdown(ev, dataset), args.output)
+        return 0
+    html = render_html(ev, dataset, replace(opts, evaluate=ev.settings))
+    out = Path(args.output) if args.output else Path("report.html")
+    write_atomic(out, html)
+    print(f"report: {out} ({out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    return 0

@@ -1,0 +1,95 @@
+"""`duet run`: run an experiment from a duet.yml, then print its verdict table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ExitCode
+from .plan import EXECUTORS
+
+if TYPE_CHECKING:
+    from ..config.model import Experiment
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run an experiment from a duet.yml",
+        description="Run an experiment: every planned run of every benchmark and method.",
+        epilog="exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
+        "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
+        "continues)",
+    )
+    p.add_argument("config", type=Path, help="the duet.yml")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("results"),
+        help="parent directory of the results (default: results/); the experiment goes to OUTPUT/<name>",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue an interrupted experiment in OUTPUT/<name>"
+    )
+    p.add_argument(
+        "--only", action="append", metavar="BENCH", help="run only this benchmark (repeatable)"
+    )
+    p.add_argument("--executor", choices=list(EXECUTORS), help="override the config's executor")
+    p.add_argument(
+        "--cluster", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786 or local:N"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
+    p.add_argument(
+        "--no-compare", action="store_true", help="do not print the verdict table at the end"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..report.progress import RichObserver
+    from .compare import print_verdicts_after_run
+    from .plan import split_only, this_host_cpus
+
+    # runs on a cluster are checked on each host (schedule/cluster.py), not here
+    host_cpus = None if args.cluster else this_host_cpus()
+    exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    observer = RichObserver(verbose=args.verbose)
+    only = split_only(args.only)
+    if args.cluster:
+        from ..schedule.cluster import run_experiment_cluster
+
+        summary = run_experiment_cluster(
+            exp, args.output, address=args.cluster, resume=args.resume, only=only, observer=observer
+        )
+    else:
+        from ..schedule.inline import run_experiment
+
+        summary = run_experiment(exp, args.output, resume=args.resume, only=only, observer=observer)
+    if summary.interrupted:
+        return ExitCode.INTERRUPTED
+    if not args.no_compare:
+        print_verdicts_after_run(summary.root)
+    bad = runs_not_ok(summary.root, exp, only)
+    if bad:
+        from ..report.progress import print_runs_not_ok
+
+        print_runs_not_ok(observer.console, summary.root, bad)
+        return ExitCode.RUNS_FAILED
+    return ExitCode.OK
+
+
+def runs_not_ok(root: Path, exp: Experiment, only: list[str] | None) -> dict[str, str]:
+    """The experiment's finished runs (this invocation's and earlier ones) that are not ok."""
+    from ..plan import make_plan
+    from ..schema import RunStatus
+    from ..store import ResultsStore
+
+    ids = {r.run_id for r in make_plan(exp, only)}
+    finished = ResultsStore.open(root).finished()
+    return {
+        rid: str(e.get("status"))
+        for rid, e in sorted(finished.items())
+        if rid in ids and e.get("status") != RunStatus.OK
+    }

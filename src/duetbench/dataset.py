@@ -1,0 +1,98 @@
+"""What `duet compare`, `duet evaluate` and `duet report` read: a results directory or a
+table.
+
+:func:`open_dataset` accepts a results directory (processed on the fly, as `duet
+process` does, with what was excluded and why) or an iterations table
+(``.parquet`` / ``.csv``), and returns a :class:`Dataset`: the table plus what the
+renderers say about it (its name, its seed, the problems found while reading it).
+Files of a results directory are read through :class:`~duetbench.store.ResultsStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .store import ResultsStore
+
+if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
+    import pandas as pd
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """An iterations table and where it came from.
+
+    ``source``: the path as the user gave it; ``experiment``: the experiment's name
+    (None for a table without an ``experiment`` column); ``seed``: the experiment's seed
+    (0 for a table), the default bootstrap seed; ``problems``: result files that could
+    not be read, one line each; ``excluded``: runs and iterations left out by status or
+    reason (``{"runs": {status: n}, "iterations": {why: n}, "timed_out_runs_used": n}``);
+    ``hosts``: the host records of a results directory (``hosts/<host>.json``).
+
+    The table of a results directory has a boolean ``aa`` column: the runs of
+    benchmarks without a B side in duet.yml (A/A experiments), from the plan.
+    """
+
+    table: pd.DataFrame
+    source: str
+    experiment: str | None = None
+    seed: int = 0
+    problems: tuple[str, ...] = ()
+    excluded: Mapping[str, Any] = field(default_factory=dict)
+    hosts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The experiment's name, or the source's path when the table has none."""
+        return self.experiment or self.source
+
+
+def open_dataset(path: str | Path) -> Dataset:
+    """A results directory (processed on the fly) or an iterations table (.parquet/.csv)."""
+    from .process import load, process
+
+    path = Path(path)
+    if path.is_dir():
+        rep = process(path)
+        store = ResultsStore.open(path)
+        exp = store.experiment()
+        excluded = {
+            "runs": rep.runs_excluded,
+            "iterations": rep.iterations_excluded,
+            "timed_out_runs_used": rep.runs_partial,
+        }
+        return Dataset(
+            _with_aa_column(rep.table, aa_flags(store)),
+            str(path),
+            exp.get("name"),
+            int(exp.get("seed") or 0),
+            tuple(rep.problems),
+            excluded,
+            store.hosts(),
+        )
+    df = load(path)
+    exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None
+    return Dataset(df, str(path), exp_name, 0)
+
+
+def aa_flags(store: ResultsStore) -> dict[str, bool]:
+    """``run_id -> aa`` (an A/A experiment: no B side in duet.yml) from the plan, and from
+    run.json for runs the plan does not list."""
+    out: dict[str, bool] = {}
+    for spec in store.plan():
+        out[str(spec["run_id"])] = bool(spec.get("aa", False))
+    for rid, run in store.runs():
+        if rid not in out and run is not None:
+            out[rid] = bool(run.spec.get("aa", False))
+    return out
+
+
+def _with_aa_column(df: pd.DataFrame, flags: dict[str, bool]) -> pd.DataFrame:
+    if "run_id" not in df.columns or not len(df):
+        return df
+    df = df.copy()
+    df["aa"] = df["run_id"].astype(str).map(flags).fillna(False).astype(bool)
+    return df

@@ -1,0 +1,185 @@
+"""The JSON documents of `duet compare`, `duet evaluate` and `duet hosts`, and their
+schemas (docs/results.md, docs/evaluate.md).
+
+Numbers are written as they are computed (the renderers format them with
+``report/formatting.py``); NaN and infinity become ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..analysis.evaluate import TABLE_COLUMNS, TABLES, Evaluation
+from ..dataset import Dataset
+from ..options import CompareOptions
+from .formatting import num
+from .tables import lost_run_notes
+
+COMPARE_SCHEMA_ID = "duetbench.compare/1"
+EVALUATE_SCHEMA_ID = "duetbench.evaluate/1"
+S, N, INT, B = "string", "number", "integer", "boolean"
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """A document as duet writes it: indented, one trailing newline."""
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+# ---------------------------------------------------------------------- compare
+
+
+def _num(x: Any) -> float | int | None:
+    if x is None:
+        return None
+    try:
+        if isinstance(x, int | bool):
+            return int(x)
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> dict[str, Any]:
+    """The `duet compare --format json` document (schema: data/compare.schema.json)."""
+    out_rows = []
+    for r in rows.to_dict("records"):
+        out_rows.append(
+            {
+                "suite": r.get("suite"),
+                "benchmark": str(r["benchmark"]),
+                "method": str(r["method"]),
+                "host": r.get("host"),
+                "verdict": str(r["verdict"]),
+                "change": _num(r.get("change")),
+                "ci_low": _num(r.get("ci_low")),
+                "ci_high": _num(r.get("ci_high")),
+                "ci_width": _num(r.get("ci_width")),
+                "p_value": _num(r.get("p_value")),
+                "rank_p_value": _num(r.get("rank_p_value")),
+                "runs": int(r.get("runs") or 0),
+                "runs_few_pairs": int(r.get("runs_few_pairs") or 0),
+                "pairs": int(r.get("pairs") or 0),
+                "mean_a_ns": _num(r.get("mean_a_ns")),
+                "mean_b_ns": _num(r.get("mean_b_ns")),
+                "clustered_by": r.get("clustered_by"),
+                "calibrated": bool(r.get("calibrated", True)),
+            }
+        )
+    verdicts = [r["verdict"] for r in out_rows]
+    return {
+        "schema": COMPARE_SCHEMA_ID,
+        "tool": "duetbench",
+        "version": __version__,
+        "source": dataset.source,
+        "experiment": dataset.experiment,
+        "settings": opts.settings(),
+        "rows": out_rows,
+        "summary": {
+            "slower": verdicts.count("slower"),
+            "faster": verdicts.count("faster"),
+            "same": sum(v.startswith("same") for v in verdicts),
+            "no_data": verdicts.count("no data"),
+        },
+        "problems": list(dataset.problems),
+        "excluded": dict(dataset.excluded),
+        "notes": lost_run_notes(rows, dataset.table, opts.min_overlap),
+    }
+
+
+# ---------------------------------------------------------------------- evaluate
+
+
+def _jsonable(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    if isinstance(v, int | np.integer):
+        return int(v)
+    if isinstance(v, float | np.floating):
+        return num(v)
+    if isinstance(v, str):
+        return v
+    if v is pd.NA or v is pd.NaT:
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(v)
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: NaN -> None, numpy scalars -> Python."""
+    cols = list(df.columns)
+    return [
+        {c: _jsonable(v) for c, v in zip(cols, row, strict=True)}
+        for row in df.itertuples(index=False, name=None)
+    ]
+
+
+def evaluate_doc(ev: Evaluation, dataset: Dataset) -> dict[str, Any]:
+    """The `duet evaluate --format json` document (schema :data:`JSON_SCHEMA`)."""
+    return {
+        "schema": EVALUATE_SCHEMA_ID,
+        "tool": "duetbench",
+        "version": __version__,
+        "source": dataset.source,
+        "experiment": dataset.experiment,
+        "settings": ev.settings.settings(),
+        "aa_benchmarks": list(ev.aa_benchmarks),
+        "tables": {name: records(t) for name, t in ev.tables().items()},
+        "problems": [*dataset.problems, *ev.problems],
+        "excluded": dict(dataset.excluded),
+    }
+
+
+def _row_schema(cols: dict[str, str], extra: bool) -> dict[str, Any]:
+    props = {c: {"type": [t, "null"] if t in (N, S) else t} for c, t in cols.items()}
+    return {
+        "type": "object",
+        "required": list(cols),
+        "properties": props,
+        "additionalProperties": extra,
+    }
+
+
+#: JSON Schema (draft 2020-12) of :func:`evaluate_doc`'s document.
+JSON_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://duetbench.invalid/schemas/evaluate-1.json",
+    "title": "duet evaluate --format json",
+    "type": "object",
+    "required": ["schema", "tool", "version", "source", "settings", "aa_benchmarks", "tables"],
+    "properties": {
+        "schema": {"const": EVALUATE_SCHEMA_ID},
+        "tool": {"const": "duetbench"},
+        "version": {"type": "string"},
+        "source": {"type": "string"},
+        "experiment": {"type": ["string", "null"]},
+        "settings": {
+            "type": "object",
+            "required": ["test", "confidence", "min_overlap", "slowdowns", "min_overlaps"],
+        },
+        "aa_benchmarks": {"type": "array", "items": {"type": "string"}},
+        "tables": {
+            "type": "object",
+            "required": list(TABLES),
+            "properties": {
+                name: {"type": "array", "items": _row_schema(cols, name == "hosts")}
+                for name, cols in TABLE_COLUMNS.items()
+            },
+            "additionalProperties": False,
+        },
+        "problems": {"type": "array", "items": {"type": "string"}},
+        "excluded": {"type": "object"},
+    },
+}

@@ -1,0 +1,324 @@
+"""Every table duet shows, described once: columns with their kind, rows of raw values.
+
+A :class:`Table` is built once per result by the builders below (the verdict table of
+`duet compare`, `duet run`, `duet report`; the tables of the evaluation) and rendered
+by ``report/terminal.py`` (rich), ``report/markdown.py`` and ``report/html/``. Rows
+hold raw values; a column's ``kind`` selects the formatter (``formatting.cell``), so
+the same number reads the same in every format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..options import CompareOptions
+from . import formatting as fmt
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..dataset import Dataset
+
+#: Display order of methods and tests (rows are sorted by it, not alphabetically).
+METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2}
+TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2, "utest-pooled": 3}
+_LEFT_KINDS = ("text", "verdict", "health")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: ``key`` of the row value, ``title``, ``kind`` (``formatting.KINDS``),
+    ``align`` ("left" / "right"; default: left for text and verdicts), ``digits`` and the
+    text of a ``missing`` value."""
+
+    key: str
+    title: str
+    kind: str = "text"
+    align: str = ""
+    digits: int | None = None
+    missing: str = "-"
+
+    @property
+    def left(self) -> bool:
+        return (self.align or ("left" if self.kind in _LEFT_KINDS else "right")) == "left"
+
+    def format(self, value: Any) -> str:
+        return fmt.cell(self.kind, value, digits=self.digits, missing=self.missing)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line under a table. ``kind``: ``info`` (how to read it), ``note`` (data left
+    out of a test), ``excluded`` (runs and iterations not analysed) or ``problem``."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table to render: ``name`` (an id), ``title``, ``columns``, ``rows`` (raw values by
+    column key), a ``caption``, ``notes``, a short ``label`` the terminal puts before the
+    title ("RQ1"), and ``empty``: what to show instead of a table without rows (None:
+    the empty table)."""
+
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[dict[str, Any], ...]
+    caption: str = ""
+    notes: tuple[Note, ...] = ()
+    label: str = ""
+    empty: str | None = None
+
+    def cells(self, row: dict[str, Any]) -> list[str]:
+        """The row's cells as text (not escaped)."""
+        return [c.format(row.get(c.key)) for c in self.columns]
+
+    @property
+    def heading(self) -> str:
+        return f"{self.label}  {self.title}" if self.label else self.title
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def sort_rows(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Rows ordered by the keys, methods as seqn, aduet, sduet and tests as ratio, diff, U."""
+    if df.empty:
+        return df
+    d = df.copy()
+    sort = []
+    for k in keys:
+        if k in ("method", "test"):
+            order = METHOD_ORDER if k == "method" else TEST_ORDER
+            d[f"_{k}"] = d[k].map(order).fillna(9)
+            sort.append(f"_{k}")
+        else:
+            sort.append(k)
+    return d.sort_values(sort, kind="stable").drop(
+        columns=[c for c in ("_method", "_test") if c in d]
+    )
+
+
+def bench_label(row: dict[str, Any], multi_host: bool) -> str:
+    """The benchmark, and its host when runs span several."""
+    name = str(row["benchmark"])
+    return f"{name} @{row['host']}" if multi_host and row.get("host") else name
+
+
+def test_label(test: str) -> str:
+    if test == "utest-pooled":
+        return "utest-pooled test (not calibrated: p (rank) is the pooled U test's)"
+    return f"{test} test"
+
+
+def verdict_p(row: dict[str, Any], test: str) -> Any:
+    """The p-value that goes with the verdict's test: the pooled U test's for
+    ``utest-pooled``, else the signed-rank test's of the run values."""
+    return row.get("p_value") if test == "utest-pooled" else row.get("rank_p_value")
+
+
+def verdict_caption(opts: CompareOptions) -> str:
+    """How to read the verdict table: test, interval, sign of the change, threshold."""
+    threshold = f", threshold {opts.threshold * 100:g} %" if opts.threshold else ""
+    return (
+        f"{test_label(opts.test)}, {opts.confidence * 100:g} % {opts.interval} interval; "
+        f"change = B vs A, + means B slower{threshold}"
+    )
+
+
+# ---------------------------------------------------------------------- notes
+
+
+def lost_run_notes(rows: pd.DataFrame, table: pd.DataFrame, min_overlap: float) -> list[str]:
+    """Runs that contributed no pair (aduet: no overlap above m) are left out of a test: say so."""
+    if table.empty or rows.empty:
+        return []
+    keys = [k for k in ("suite", "benchmark", "method") if k in table.columns and k in rows.columns]
+    have = table.groupby(keys, observed=True)["run"].nunique()
+    notes = []
+    for r in rows.to_dict("records"):
+        total = (
+            int(have.get(tuple(r[k] for k in keys), 0))
+            if len(keys) > 1
+            else int(have.get(r[keys[0]], 0))
+        )
+        used = int(r.get("runs") or 0)
+        if total and used < total:
+            why = (
+                f"had no iteration pair overlapping by more than m = {min_overlap:g}"
+                if r["method"] == "aduet"
+                else "had no pair of iterations"
+            )
+            if int(r.get("runs_few_pairs") or 0):
+                why += " or far fewer pairs than the others (--min-run-pairs)"
+            hint = (
+                " (lower --min-overlap; with --overlap-rate thesis, A's and B's iterations "
+                "must be of similar length)"
+                if r["method"] == "aduet"
+                else ""
+            )
+            notes.append(
+                f"{r['benchmark']} {r['method']}: {total - used} of {total} runs {why} and were "
+                f"left out{hint}"
+            )
+    return notes
+
+
+def dataset_notes(dataset: Dataset) -> list[Note]:
+    """What was excluded while reading the dataset, and the problems found."""
+    runs = dataset.excluded.get("runs") or {}
+    its = dataset.excluded.get("iterations") or {}
+    parts = [f"{n} {k} run(s)" for k, n in sorted(runs.items())] + [
+        f"{n} {k} iteration(s)" for k, n in sorted(its.items())
+    ]
+    out = [Note("excluded", f"excluded: {', '.join(parts)}")] if parts else []
+    partial = dataset.excluded.get("timed_out_runs_used")
+    if partial:
+        out.append(
+            Note("excluded", f"{partial} timed-out run(s): their finished iterations are used")
+        )
+    return out + [Note("problem", p) for p in dataset.problems]
+
+
+# ---------------------------------------------------------------------- the verdict table
+
+VERDICT_COLUMNS = (
+    Column("benchmark", "benchmark"),
+    Column("method", "method"),
+    Column("mean_a_ns", "mean A", "duration"),
+    Column("mean_b_ns", "mean B", "duration"),
+    Column("change", "change", "signed_pct"),
+    Column("ci", "CI", "ci"),
+    Column("p", "p (rank)", "pvalue"),
+    Column("runs", "runs", "count"),
+    Column("pairs", "pairs", "count"),
+    Column("verdict", "verdict", "verdict"),
+)
+
+
+def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
+    """The raw values of the verdict table, in display order."""
+    out = []
+    for r in sort_rows(rows, [k for k in ("suite", "benchmark", "method") if k in rows]).to_dict(
+        "records"
+    ):
+        out.append(
+            {
+                "benchmark": str(r["benchmark"]) + (f" @{r['host']}" if r.get("host") else ""),
+                "method": str(r["method"]),
+                "mean_a_ns": r.get("mean_a_ns"),
+                "mean_b_ns": r.get("mean_b_ns"),
+                "change": r.get("change"),
+                "ci": (r.get("ci_low"), r.get("ci_high")),
+                "p": verdict_p(r, test),
+                "runs": int(r.get("runs") or 0),
+                "pairs": int(r.get("pairs") or 0),
+                "verdict": str(r["verdict"]),
+            }
+        )
+    return tuple(out)
+
+
+def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> Table:
+    """The verdict table of `duet compare` (and of `duet run`, `duet report`, the
+    evaluation): one row per benchmark and method, with its notes."""
+    col = rows["clustered_by"] if "clustered_by" in rows.columns else []
+    clustered = sorted({str(c) for c in col if isinstance(c, str) and c and c != "run"})
+    notes = []
+    if clustered:
+        notes.append(
+            Note(
+                "info",
+                f"runs span several hosts: intervals resample {', '.join(clustered)}s "
+                "(clustered bootstrap)",
+            )
+        )
+    notes += [Note("note", n) for n in lost_run_notes(rows, dataset.table, opts.min_overlap)]
+    return Table(
+        name="verdicts",
+        title=dataset.name,
+        columns=VERDICT_COLUMNS,
+        rows=verdict_rows(rows, opts.test),
+        caption=verdict_caption(opts),
+        notes=(*notes, *dataset_notes(dataset)),
+    )
+
+
+# ---------------------------------------------------------------------- duet plan, duet hosts
+
+
+_PLAN_KEYS = ("index", "run", "benchmark", "method", "rep", "sides", "slots", "harness")
+
+
+def plan_table(exp: Any, plan: Sequence[Any]) -> Table:
+    """`duet plan`: every planned run with its sides in launch order and CPU slots."""
+    rows = []
+    for r in plan:
+        # sides in launch order: "A" or "B" for a seqn run, "AB"/"BA" for a duet
+        slots = " ".join(f"{s.pair}:{'-' if s.cpu_slot is None else s.cpu_slot}" for s in r.sides)
+        rows.append(
+            {
+                "index": str(r.index),
+                "run": r.run_id,
+                "benchmark": r.benchmark,
+                "method": r.method,
+                "rep": str(r.rep),
+                "sides": "".join(r.pairs),
+                "slots": slots,
+                "harness": r.harness,
+            }
+        )
+    titles = ("#", "run", "benchmark", "method", "rep", "sides", "cpu slots", "harness")
+
+    return Table(
+        name="plan",
+        title=f"{exp.name}: {len(plan)} runs, schedule {exp.schedule}, seed {exp.seed}, "
+        f"executor {exp.executor}",
+        columns=tuple(Column(k, t) for k, t in zip(_PLAN_KEYS, titles, strict=True)),
+        rows=tuple(rows),
+    )
+
+
+#: the run statuses `duet hosts` shows as columns
+HOST_STATUS_COLUMNS = ("ok", "failed", "timeout", "hung", "lost")
+
+
+def hosts_table(report: dict[str, Any]) -> Table:
+    """`duet hosts`: configuration, runs per status and health of every host."""
+    rows = []
+    for r in report["hosts"]:
+        cfg, runs = r["config"], r["runs"]
+        rows.append(
+            {
+                "host": r["host"],
+                "cpu": cfg["cpu_model"] or "-",
+                "cpus": cfg["cpus_available"] or cfg["cores"] or "-",
+                "mem": "-" if cfg["memory_gb"] is None else f"{cfg['memory_gb']:g}",
+                "kernel": cfg["kernel"] or "-",
+                "virt": cfg["virtualization"] or "-",
+                "engines": ", ".join(map(str, cfg["container_engines"] or [])) or "-",
+                **{s: runs[s] for s in HOST_STATUS_COLUMNS},
+                "health": r["health"] + (f": {r['reason']}" if r["reason"] else ""),
+            }
+        )
+    columns = (
+        Column("host", "host"),
+        Column("cpu", "CPU"),
+        Column("cpus", "CPUs"),
+        Column("mem", "mem GB"),
+        Column("kernel", "kernel"),
+        Column("virt", "virt"),
+        Column("engines", "engines"),
+        *(Column(s, s, "count") for s in HOST_STATUS_COLUMNS),
+        Column("health", "health", "health"),
+    )
+    return Table(
+        name="hosts",
+        title=f"{report['experiment']}: {len(report['hosts'])} host(s)",
+        columns=columns,
+        rows=tuple(rows),
+    )
