@@ -19,7 +19,7 @@ from ..analysis.evaluate import TABLE_COLUMNS, TABLES, Evaluation
 from ..dataset import Dataset
 from ..options import CompareOptions
 from .formatting import num
-from .tables import lost_run_notes
+from .tables import lost_run_notes, sort_rows
 
 COMPARE_SCHEMA_ID = "duetbench.compare/1"
 EVALUATE_SCHEMA_ID = "duetbench.evaluate/1"
@@ -47,9 +47,11 @@ def _num(x: Any) -> float | int | None:
 
 
 def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> dict[str, Any]:
-    """The `duet compare --format json` document (schema: data/compare.schema.json)."""
+    """The `duet compare --format json` document (schema: data/compare.schema.json); rows
+    in the order every other format shows them (methods as seqn, aduet, sduet)."""
     out_rows = []
-    for r in rows.to_dict("records"):
+    keys = [k for k in ("suite", "benchmark", "method") if k in rows]
+    for r in sort_rows(rows, keys).to_dict("records"):
         out_rows.append(
             {
                 "suite": r.get("suite"),
