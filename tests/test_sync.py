@@ -30,6 +30,7 @@ from tests.conftest import (
 )
 
 import duetbench.sync as sync
+import duetbench.sync.client as sync_client
 from duetbench.sync import SyncClient, SyncCoordinator, SyncError, SyncTimeout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -375,8 +376,8 @@ def test_wait_without_sync_dir_is_a_noop(monkeypatch: pytest.MonkeyPatch) -> Non
     def no_files(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"a no-op wait touched a file: {args}")
 
-    monkeypatch.setattr(sync.os, "open", no_files)
-    monkeypatch.setattr(sync.os, "mkfifo", no_files)
+    monkeypatch.setattr(sync_client.os, "open", no_files)
+    monkeypatch.setattr(sync_client.os, "mkfifo", no_files)
     assert sync.wait(environ={}) is False
     assert sync.done(environ={"DUET_PAIR": "A"}) is False
     assert sync.wait(environ={"DUET_SYNC_DIR": ""}) is False
