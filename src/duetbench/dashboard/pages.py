@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..history import Change, EnvironmentChange
 from ..report import formatting as fmt
 from .figures import series_figure, sparkline, when
