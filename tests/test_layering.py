@@ -61,7 +61,7 @@ FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     )
 )
 #: The base layer: pure Python, importing only each other.
-BASE = tuple(f"{PKG}.{m}" for m in ("errors", "schema", "options", "records"))
+BASE = tuple(f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "_version"))
 #: Where argparse may be imported.
 ARGPARSE_ALLOWED = (
     f"{PKG}.cli",
