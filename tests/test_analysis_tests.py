@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from tests.helpers import run_rows
 
 from duetbench.analysis import (
     compare,
@@ -19,7 +20,6 @@ from duetbench.analysis.simulate import simulate
 from duetbench.analysis.stats import mann_whitney_grouped
 from duetbench.errors import AnalysisError
 
-T0 = 1_700_000_000_000_000_000
 COLUMNS = [
     "suite",
     "benchmark",
@@ -41,33 +41,6 @@ COLUMNS = [
     "run_stat",
     "clustered_by",
 ]
-
-
-def run_rows(
-    a: list[int], b: list[int], *, run: int = 0, method: str = "sduet", benchmark: str = "b"
-) -> list[dict]:
-    rows = []
-    for pair_, durs in (("A", a), ("B", b)):
-        t = T0 + run * 10**12
-        for i, d in enumerate(durs):
-            rows.append(
-                dict(
-                    experiment="e",
-                    host="h",
-                    suite="s",
-                    benchmark=benchmark,
-                    method=method,
-                    run=run,
-                    pair=pair_,
-                    order="AB",
-                    iteration=i,
-                    start_ns=t,
-                    end_ns=t + d,
-                    duration_ns=d,
-                )
-            )
-            t += max(a[i] if i < len(a) else d, b[i] if i < len(b) else d) + 10
-    return rows
 
 
 # -- Mann-Whitney U ---------------------------------------------------------------

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 
 import duetbench
 from duetbench import cli
