@@ -62,6 +62,20 @@ FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
 )
 #: The base layer: pure Python, importing only each other.
 BASE = tuple(f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "_version"))
+#: The layer of every top-level module or package (docs/architecture.md, "Packages and
+#: layers"): a module imports only modules of its own layer or below. `duetbench` is the
+#: package's __init__ (the public `load`).
+LAYERS: dict[str, int] = {
+    **dict.fromkeys(("errors", "schema", "options", "records", "_version"), 0),
+    **dict.fromkeys(("config", "plan", "store", "atomic", "sync", "noise", "parse"), 1),
+    **dict.fromkeys(("execute", "hosts", "analysis"), 2),
+    **dict.fromkeys(
+        ("adaptive", "micro", "process", "dataset", "schedule", "history", "host_report"), 3
+    ),
+    **dict.fromkeys(("report", "dashboard"), 4),
+    **dict.fromkeys(("commands", ""), 5),
+    **dict.fromkeys(("cli", "__main__"), 6),
+}
 #: Where argparse may be imported.
 ARGPARSE_ALLOWED = (
     f"{PKG}.cli",
@@ -127,6 +141,15 @@ def graph(modules: Mapping[str, tuple[ast.Module, bool]]) -> dict[str, list[tupl
     return {name: imports(name, tree, is_pkg, modules) for name, (tree, is_pkg) in modules.items()}
 
 
+def layer(module: str) -> int:
+    top = module.removeprefix(PKG).removeprefix(".").partition(".")[0]
+    assert top in LAYERS, (
+        f"{module}: a new top-level module; give it a layer in LAYERS and in "
+        "docs/architecture.md ('Packages and layers')"
+    )
+    return LAYERS[top]
+
+
 def violations(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
     """Every import that breaks a layering rule, as 'importer:line imports target'."""
     found = []
@@ -142,6 +165,10 @@ def violations(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
                 why.append("the base layer imports only itself")
             if _under(target, "argparse") and not any(_under(name, a) for a in ARGPARSE_ALLOWED):
                 why.append("argparse outside the command line")
+            if _under(target, PKG):
+                mine, theirs = layer(name), layer(target)
+                if theirs > mine:
+                    why.append(f"layer {mine} imports layer {theirs}")
             if why:
                 found.append(f"{name}:{line} imports {target} ({'; '.join(why)})")
     return found
@@ -254,6 +281,9 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
         ("report/tables.py", "from .. import cli"),
         ("schema.py", "from duetbench.analysis import compare"),
         ("report/tables.py", "import argparse"),
+        ("schema.py", "def f():\n    from duetbench.report import tables"),
+        ("config/__init__.py", "from duetbench.analysis import compare_rows"),
+        ("store.py", "from duetbench.schedule import inline"),
     ],
 )
 def test_a_forbidden_import_is_found(tmp_path: Path, rel: str, line: str) -> None:
@@ -266,6 +296,22 @@ def test_a_forbidden_import_is_found(tmp_path: Path, rel: str, line: str) -> Non
     found = violations(_tree(tmp_path, files))
     assert len(found) == 1, found
     assert found[0].startswith(module_name(tmp_path / "pkg", tmp_path / "pkg" / rel, PKG))
+
+
+def test_imports_within_a_layer_and_downwards_are_allowed(tmp_path: Path) -> None:
+    files = dict(CLEAN)
+    files["errors.py"] = "from duetbench.schema import X\n"
+    files["config/__init__.py"] = "from duetbench.plan import make_plan\n"
+    files["plan.py"] = "from duetbench import config, errors\n"
+    files["cli.py"] += "from duetbench.report import tables\n"
+    assert violations(_tree(tmp_path, files)) == []
+
+
+def test_a_new_top_level_module_needs_a_layer(tmp_path: Path) -> None:
+    files = dict(CLEAN)
+    files["gadget.py"] = "from duetbench import errors\n"
+    with pytest.raises(AssertionError, match="gadget: a new top-level module"):
+        violations(_tree(tmp_path, files))
 
 
 def test_an_import_cycle_is_found_also_through_a_function_and_a_package_init(
