@@ -6,7 +6,7 @@ sduet), at 5, 10 and 20 runs of 30 iterations, on seeded simulations under sever
 noise models -- including ones the methods do not assume:
 
 * ``base``: run effect 3 % (shared by a duet's sides), iteration noise 1 %, 1 % of
-  iterations 1.5x slower on one side (METHODS 5.3's model).
+  iterations 1.5x slower on one side (the base model of docs/statistics.md, "Calibration of every option").
 * ``heavy tails``: Student-t(3) iteration noise (scale 2 %), run effect 2 %.
 * ``run shifts``: a side's whole run is 10 % slower in 20 % of runs (one process's
   layout or CPU; no method cancels it), run effect 1 %.

@@ -303,7 +303,7 @@ def true_change(case: str) -> float:
 
 
 def smallest_detected(verdicts: Mapping[str, str]) -> str:
-    """The smallest of +1/+3/+5 % from which every larger one is ``slower`` (METHODS 6 MDS).
+    """The smallest of +1/+3/+5 % from which every larger one is ``slower`` (the MDS of docs/statistics.md, "Evaluation helpers").
 
     ``verdicts`` maps ``p1``/``p3``/``p5`` to a verdict; missing cases count as not
     detected. Returns ``"+1%"``, ``"+3%"``, ``"+5%"`` or ``">5%"``.
@@ -732,7 +732,7 @@ def pooled_results(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
 def speedups(df: pd.DataFrame, budget: Budget) -> dict[str, float]:
     """Pairs per second of aduet/sduet over seqn, on the same-length cases.
 
-    ``runtime_speedup`` (METHODS 6: mean seqn cost per repetition / mean duet cost per
+    ``runtime_speedup`` (docs/statistics.md, "Evaluation helpers": mean seqn cost per repetition / mean duet cost per
     repetition) assumes equal iterations per run; here a duet run has
     ``duet_iterations`` per side against seqn's ``seqn_iterations``, so the per-pair
     speedup is that value x duet_iterations / seqn_iterations.

@@ -1,4 +1,4 @@
-"""Runs on several hosts: the host-clustered weighted bootstrap (METHODS.md section 7).
+"""Runs on several hosts: the host-clustered weighted bootstrap (docs/statistics.md, "Several hosts").
 
 Bakshy & Frachtenberg's random-effects setting: every benchmark runs on 8 hosts, 3
 runs each. A host effect hits both sides (it cancels in the duet's ratio: the

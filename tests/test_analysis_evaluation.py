@@ -1,4 +1,4 @@
-"""Evaluation helpers (METHODS.md section 6): CV, runtime speedup, MDS, shuffle check."""
+"""Evaluation helpers (docs/statistics.md, "Evaluation helpers"): CV, runtime speedup, MDS, shuffle check."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Warm-up removal and winsorization (METHODS.md section 2), hand-worked."""
+"""Warm-up removal and winsorization (docs/statistics.md, "Overlaps, pairing, filters: details"), hand-worked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Overlaps, relative overlap time and pairing (METHODS.md sections 3-4), hand-worked."""
+"""Overlaps, relative overlap time and pairing (docs/statistics.md, "Overlaps, pairing, filters: details"), hand-worked."""
 
 from __future__ import annotations
 

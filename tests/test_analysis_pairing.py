@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.test_analysis_tests import run_rows
+from tests.helpers import run_rows
 
 from duetbench.analysis import compare, overlaps
 from duetbench.analysis.simulate import _Speed, simulate_interference

@@ -1,4 +1,4 @@
-"""The tests of A against B (METHODS.md section 5) and their measured error rates."""
+"""The tests of A against B (docs/statistics.md, "The two CI tests", "The U test") and their measured error rates."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from tests.helpers import run_rows
 
 from duetbench.analysis import (
     compare,
@@ -19,7 +20,6 @@ from duetbench.analysis.simulate import simulate
 from duetbench.analysis.stats import mann_whitney_grouped
 from duetbench.errors import AnalysisError
 
-T0 = 1_700_000_000_000_000_000
 COLUMNS = [
     "suite",
     "benchmark",
@@ -41,33 +41,6 @@ COLUMNS = [
     "run_stat",
     "clustered_by",
 ]
-
-
-def run_rows(
-    a: list[int], b: list[int], *, run: int = 0, method: str = "sduet", benchmark: str = "b"
-) -> list[dict]:
-    rows = []
-    for pair_, durs in (("A", a), ("B", b)):
-        t = T0 + run * 10**12
-        for i, d in enumerate(durs):
-            rows.append(
-                dict(
-                    experiment="e",
-                    host="h",
-                    suite="s",
-                    benchmark=benchmark,
-                    method=method,
-                    run=run,
-                    pair=pair_,
-                    order="AB",
-                    iteration=i,
-                    start_ns=t,
-                    end_ns=t + d,
-                    duration_ns=d,
-                )
-            )
-            t += max(a[i] if i < len(a) else d, b[i] if i < len(b) else d) + 10
-    return rows
 
 
 # -- Mann-Whitney U ---------------------------------------------------------------
@@ -185,7 +158,7 @@ def test_run_level_statistics(run_stat: str) -> None:
 
 @pytest.mark.parametrize("test", ["ratio", "diff"])
 def test_minimum_compares_the_sides_minima_against_a_scipy_t_interval(test: str) -> None:
-    """METHODS 8 (Chen & Revels): per run min(d_B) vs min(d_A), then the usual interval."""
+    """Chen & Revels (docs/statistics.md, "Microbenchmarks"): per run min(d_B) vs min(d_A), then the usual interval."""
     rng = np.random.default_rng(8)
     rows, mins = [], []
     for run in range(6):
@@ -248,7 +221,7 @@ def test_practical_threshold_on_a_small_change() -> None:
     assert set(compare(df, threshold=0.01)["verdict"]) == {"slower"}
 
 
-# -- error rates on seeded simulations (METHODS 5.3) -------------------------------
+# -- error rates on seeded simulations (docs/statistics.md, "Calibration of every option") -------------------------------
 
 
 SIM = dict(
@@ -278,7 +251,7 @@ def test_aa_default_intervals_say_same_at_nominal_rate(aa: pd.DataFrame, test: s
 
 
 def test_aa_bca_has_a_higher_false_alarm_rate(aa: pd.DataFrame) -> None:
-    """Documented (METHODS 5.3, docs/statistics.md): BCa over 10 runs is anti-conservative.
+    """Documented (docs/statistics.md, "Calibration of every option"): BCa over 10 runs is anti-conservative.
 
     Measured here: 9-11 % false alarms at a nominal 5 %, against 3.5-5 % for the t interval.
     """

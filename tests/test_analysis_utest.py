@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from tests.test_analysis_tests import run_rows
+from tests.helpers import run_rows
 
 from duetbench.analysis import compare, compare_tests, pair
 from duetbench.analysis.ranks import signed_rank

@@ -16,7 +16,7 @@ from typing import Any
 
 import distributed  # noqa: F401  (the test extra installs it; never skipped)
 import pytest
-from tests.conftest import HANG_S, make_hold, pids_with, run_duet, wait_until
+from tests.helpers import HANG_S, make_hold, pids_with, run_duet, wait_until
 
 from duetbench.config import loads_config
 from duetbench.errors import ConfigError
@@ -562,7 +562,7 @@ def test_cluster_run_json_keeps_its_keys_and_reads_back_byte_for_byte(tmp_path, 
     """The coordinator relocates the worker's typed run record (records.py) and writes the
     keys, in the order, of the fixtures written before records were typed; a run lost on
     every attempt gets the record it always got."""
-    from tests.test_records import FIXTURES, _generator, as_written, shape
+    from tests.helpers import RUN_JSON_FIXTURES, as_written, run_json_generator, shape
 
     from duetbench.config import load_config
     from duetbench.records import RunRecord
@@ -570,16 +570,16 @@ def test_cluster_run_json_keeps_its_keys_and_reads_back_byte_for_byte(tmp_path, 
 
     _ready(cluster)
     cfg = tmp_path / "duet.yml"
-    cfg.write_text(_generator().CLUSTER)
+    cfg.write_text(run_json_generator().CLUSTER)
     exp = load_config(cfg)
     summary = run_experiment_cluster(exp, tmp_path / "res", address=cluster["address"])
     assert summary.statuses == {"ok": 1}
     path = tmp_path / "res" / "cluster" / "runs" / "d.aduet.000" / "run.json"
     raw = path.read_text()
     assert as_written(RunRecord.from_json(json.loads(raw)).to_json()) == raw
-    before = json.loads((FIXTURES / "cluster-d.aduet.000.json").read_text())
+    before = json.loads((RUN_JSON_FIXTURES / "cluster-d.aduet.000.json").read_text())
     assert shape(json.loads(raw)) == shape(before)
     lost = lost_record(make_plan(exp)[0], "h-w0", "local", "lost 1 time(s) on host(s) h-w0: x")
-    before = json.loads((FIXTURES / "cluster-lost-d.aduet.000.json").read_text())
+    before = json.loads((RUN_JSON_FIXTURES / "cluster-lost-d.aduet.000.json").read_text())
     assert shape(lost.to_json()) == shape(before)
     assert as_written(RunRecord.from_json(before).to_json()) == as_written(before)

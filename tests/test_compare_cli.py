@@ -23,8 +23,7 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
-from tests.conftest import run_duet
-from tests.test_process import recorded_as_is
+from tests.helpers import recorded_as_is, run_duet
 
 from duetbench.analysis.compare import RUN_STATS
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 
 from duetbench.config import load_config, loads_config
 from duetbench.errors import ConfigError

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 from tests.watchdog import deadline
 
 import duetbench.config.yamlload as yamlload

@@ -5,120 +5,38 @@ thesis format. The test image is a busybox-static rootfs imported with `podman i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from tests.conftest import (
+from tests.helpers import (
+    EXAMPLE_SH,
     HANG_S,
     ROOT,
     SETUP_HINT,
+    assert_nothing_left,
+    containers,
     lockstep_violations,
-    pids_with,
+    podman,
     print_start_gaps,
     require_tool,
     run_duet,
+    unique,
     wait_until,
 )
+from tests.helpers import container_config as config
 
 from duetbench.process import process
 
 pytestmark = pytest.mark.container
 
-SYNC_SH = ROOT / "src" / "duetbench" / "sync" / "duet_sync.sh"
-EXAMPLE_SH = ROOT / "examples" / "sync" / "harness.sh"
 EXAMPLE_C = ROOT / "examples" / "sync" / "harness.c"
-BUILD_IMAGE = ROOT / "examples" / "containers" / "build-image.sh"
-# what setup-system.sh writes to /etc/containers/containers.conf; used only when podman
-# cannot start a container without it (a sandbox where that file is missing)
-SANDBOX_CONF = """[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
-netns = "none"
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-"""
-
-
-def podman(*args: str, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["podman", *args], capture_output=True, text=True, timeout=timeout, check=check
-    )
-
-
-def containers(label: str, value: str) -> list[str]:
-    """Names of all containers (any state) with ``label=value``."""
-    p = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"label={label}={value}")
-    assert p.returncode == 0, p.stderr
-    return p.stdout.split()
-
-
-@pytest.fixture(scope="session")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A busybox-static image built by examples/containers/build-image.sh (`podman import`
-    of a rootfs tarball), once per content: the tag is a hash of everything that goes in."""
-    require_tool("podman", f"apt-get install podman runc ({SETUP_HINT})")
-    busybox = Path("/bin/busybox")
-    if not busybox.exists():
-        busybox = Path(require_tool("busybox", f"apt-get install busybox-static ({SETUP_HINT})"))
-    digest = hashlib.sha256()
-    for p in (busybox, EXAMPLE_SH, SYNC_SH, BUILD_IMAGE):
-        digest.update(p.read_bytes())
-    name = f"localhost/duetbench-test-busybox:{digest.hexdigest()[:12]}"
-    if podman("image", "exists", name).returncode != 0:
-        subprocess.run(["sh", str(BUILD_IMAGE), name, "podman"], check=True, capture_output=True)
-    probe = podman("run", "--rm", name, "true")
-    saved = os.environ.get("CONTAINERS_CONF")
-    if probe.returncode != 0 and "rlimit" in probe.stderr:
-        conf = tmp_path_factory.mktemp("containers") / "containers.conf"
-        conf.write_text(SANDBOX_CONF)
-        os.environ["CONTAINERS_CONF"] = str(conf)
-        probe = podman("run", "--rm", name, "true")
-    assert probe.returncode == 0, f"podman cannot run a container here: {probe.stderr}"
-    yield name
-    if saved is None:
-        os.environ.pop("CONTAINERS_CONF", None)
-    else:
-        os.environ["CONTAINERS_CONF"] = saved
-
-
-def config(
-    tmp_path: Path,
-    name: str,
-    image: str,
-    benchmarks: dict,
-    defaults: dict | None = None,
-    file: str = "duet.yml",
-    **experiment: object,
-) -> Path:
-    """A native duet.yml running every side in ``image`` with podman."""
-    doc = {
-        "experiment": {
-            "name": name,
-            "seed": 5,
-            "executor": "podman",
-            "default_artifacts": False,
-            "artifacts": {"uname": "uname -a"},
-            **experiment,
-        },
-        "defaults": {"image": image, **(defaults or {})},
-        "benchmarks": benchmarks,
-    }
-    cfg = tmp_path / file
-    cfg.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return cfg
 
 
 def run_json(root: Path, run_id: str) -> dict:
@@ -127,24 +45,6 @@ def run_json(root: Path, run_id: str) -> dict:
 
 def read_iters(root: Path, run_id: str, pair: str) -> pd.DataFrame:
     return pd.read_csv(root / "runs" / run_id / pair / "iterations.csv")
-
-
-def assert_nothing_left(token: str, timeout: float = HANG_S) -> None:
-    """No container of experiment ``token`` and no process naming it (drivers, podman
-    clients, conmon, the guard's engine calls) -- allowing cleanup its time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left, procs = containers("duetbench.experiment", token), pids_with(token)
-        if not left and not procs:
-            return
-        if time.monotonic() > deadline:
-            cmds = [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in procs]
-            raise AssertionError(f"left behind: containers {left}, processes {cmds}")
-        time.sleep(0.2)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 # sh loop: a few ms of CPU in busybox ash
@@ -570,7 +470,7 @@ def test_container_run_json_keeps_its_keys_and_reads_back_byte_for_byte(
 ) -> None:
     """The container executor adds its facts to the typed run record (records.py): run.json
     has the keys, in the order, of the fixtures written before records were typed."""
-    from tests.test_records import FIXTURES, as_written, shape
+    from tests.helpers import RUN_JSON_FIXTURES, as_written, shape
 
     from duetbench.records import RunRecord
 
@@ -587,6 +487,6 @@ def test_container_run_json_keeps_its_keys_and_reads_back_byte_for_byte(
         raw = path.read_text()
         data = json.loads(raw)
         assert as_written(RunRecord.from_json(data).to_json()) == raw
-        before = json.loads((FIXTURES / f"podman-{path.parent.name}.json").read_text())
+        before = json.loads((RUN_JSON_FIXTURES / f"podman-{path.parent.name}.json").read_text())
         assert shape(data) == shape(before), path.parent.name
     assert_nothing_left(name)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 
 from duetbench.cli import main
 

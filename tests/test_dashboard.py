@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.browser import CHROMIUM, Browser
-from tests.conftest import ROOT, run_duet
+from tests.helpers import ROOT, run_duet
 from tests.history_helpers import HOST, tiny_config
 
 from duetbench.analysis.simulate import simulate

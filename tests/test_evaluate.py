@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 
 from duetbench.analysis import slow_down
 from duetbench.analysis.evaluate import TABLES, evaluate

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.conftest import ROOT, SETUP_HINT, lockstep_violations, require_tool, run_duet
+from tests.helpers import ROOT, SETUP_HINT, lockstep_violations, require_tool, run_duet
 
 from duetbench.config import load_config
 from duetbench.parse.registry import get_parser

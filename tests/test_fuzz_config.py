@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.watchdog import Hang, deadline
 
 from duetbench.cli import main as duet_main

@@ -12,13 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.conftest import pids_with, run_duet
-from tests.test_container import (
-    assert_nothing_left,
-    image,  # noqa: F401 - the fixture
-    unique,
-)
-from tests.test_container import config as container_config
+from tests.helpers import assert_nothing_left, container_config, pids_with, run_duet, unique
 
 from duetbench.config import loads_config
 from duetbench.errors import ConfigError

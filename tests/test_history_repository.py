@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 from tests.history_helpers import HOST, assert_same_table, sim_experiment, tiny_config
 from tests.pg_server import fresh_database, postgres_server
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 
 from duetbench.config import loads_config
 from duetbench.plan import make_plan

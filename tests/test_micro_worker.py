@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.conftest import run_duet as run_cli
+from tests.helpers import run_duet as run_cli
 
 from duetbench.errors import ResultFileError
 from duetbench.micro import (

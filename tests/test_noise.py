@@ -23,7 +23,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-from tests.conftest import HANG_S, SETUP_HINT, require_tool
+from tests.helpers import HANG_S, SETUP_HINT, require_tool
 
 from duetbench.commands.noise import register
 from duetbench.errors import DuetError

@@ -19,9 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.conftest import ROOT, run_duet
-from tests.test_container import image  # noqa: F401  (the podman test image fixture)
-from tests.test_process import recorded_as_is
+from tests.helpers import ROOT, recorded_as_is, run_duet
 
 from duetbench.errors import ConfigError
 

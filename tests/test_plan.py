@@ -165,3 +165,25 @@ def test_a_run_spec_round_trips_through_json_with_the_side_written_as_pair():
         assert [list(s)[0] for s in data["sides"]] == ["pair"] * len(r.sides)
         assert [s["pair"] for s in data["sides"]] == list(r.side_names)
         assert RunSpec.from_dict(data) == r
+
+
+def test_cpus_none_pins_no_side_and_a_record_takes_the_run_identity_from_its_spec():
+    plan = plan_of(schedule="sequential")
+    beta = [r for r in plan if r.benchmark == "beta"]
+    assert beta and all(s.cpu_slot is None for r in beta for s in r.sides)
+    run = next(r for r in plan if r.benchmark == "alpha" and r.method == "aduet")
+    fields = run.record_fields()
+    assert {k: fields[k] for k in ("run_id", "benchmark", "method", "rep", "order")} == {
+        "run_id": run.run_id,
+        "benchmark": "alpha",
+        "method": "aduet",
+        "rep": run.rep,
+        "order": "".join(run.side_names),
+    }
+    assert RunSpec.from_dict(fields["spec"]) == run
+
+
+def test_seed_keys_tell_the_parts_apart():
+    assert seed_key("ab", "c") != seed_key("a", "bc")
+    assert seed_key(1, "x") == seed_key("1", "x")  # parts are written as text
+    assert 0 <= seed_key("rmit") < 2**64

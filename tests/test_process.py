@@ -8,13 +8,12 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import recorded_as_is, run_duet
 
 import duetbench
 from duetbench.errors import ResultFileError
 from duetbench.process import process, validate_table
 from duetbench.schema import CORE_COLUMNS
-from duetbench.store.manifest import file_digest, manifest
 
 
 def test_quickstart_processes_into_the_documented_table(quickstart_results, tmp_path):
@@ -70,21 +69,6 @@ def test_malformed_result_is_reported_and_skipped(quickstart_results, tmp_path):
     r = run_duet("compare", str(root))
     assert r.returncode == 0, r.stderr
     assert "truncated" in r.stdout and "1 failed run" in r.stdout
-
-
-def recorded_as_is(root, run_id: str) -> None:
-    """Record run ``run_id``'s files as they are now, in run.json and the journal, as if the
-    run itself had left them so: then they are what the run wrote, not damage done later."""
-    run_json = root / "runs" / run_id / "run.json"
-    run = json.loads(run_json.read_text())
-    run["files"] = manifest(run_json.parent)
-    run_json.write_text(json.dumps(run))
-    journal = root / "journal.jsonl"
-    entries = [json.loads(x) for x in journal.read_text().splitlines()]
-    for e in entries:
-        if e["run_id"] == run_id:
-            e.update(run_sha256=file_digest(run_json), status=run["status"])
-    journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
 
 
 # B's command: wait until A has ended two more iterations than when it began (A then

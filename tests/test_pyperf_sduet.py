@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from tests.conftest import ROOT, run_duet
+from tests.helpers import ROOT, run_duet
 
 from duetbench.errors import ResultFileError
 from duetbench.parse.pyperf import check_loops

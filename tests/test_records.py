@@ -3,46 +3,17 @@ executors wrote before records were typed (tests/fixtures/run_json, from every e
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import RUN_JSON_FIXTURES, as_written, run_duet, run_json_generator, shape
 
 from duetbench.errors import ResultsDirError
 from duetbench.records import RunRecord, SideRecord
 from duetbench.schema import RunStatus, SideStatus
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "run_json"
-FIXTURE_FILES = sorted(FIXTURES.glob("*.json"))
-
-
-def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("run_json_generate", FIXTURES / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def as_written(data: dict[str, Any]) -> str:
-    """run.json's bytes as the store writes them (atomic.write_json_atomic)."""
-    return json.dumps(data, indent=2, default=str) + "\n"
-
-
-def shape(value: Any, key: str = "") -> Any:
-    """The keys of a JSON value, in order, without the values (the file names under `files`
-    and the launch order of the sides are data, not keys)."""
-    if isinstance(value, dict):
-        if key == "files":
-            return "{files}"
-        items = [(k, shape(v, k)) for k, v in value.items()]
-        return sorted(items) if key == "sides" else items  # the sides' order is drawn
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return [shape(value[0])]
-    return None
+FIXTURE_FILES = sorted(RUN_JSON_FIXTURES.glob("*.json"))
 
 
 def test_the_fixtures_cover_every_executor_and_outcome():
@@ -66,7 +37,7 @@ def test_a_local_experiment_writes_run_json_with_the_keys_of_before(tmp_path: Pa
     writes still has the keys, in the order, that the fixtures (written by duetbench
     before records were typed) have, and reads back byte for byte."""
     config = tmp_path / "duet.yml"
-    config.write_text(_generator().LOCAL)
+    config.write_text(run_json_generator().LOCAL)
     r = run_duet("run", str(config), "-o", str(tmp_path / "out"), "--no-compare")
     assert r.returncode == 4, r.stderr  # a failed, a timed-out and a hung run
     runs = sorted((tmp_path / "out" / "local" / "runs").glob("*/run.json"))
@@ -75,13 +46,13 @@ def test_a_local_experiment_writes_run_json_with_the_keys_of_before(tmp_path: Pa
         raw = run_json.read_text()
         data = json.loads(raw)
         assert as_written(RunRecord.from_json(data).to_json()) == raw
-        before = json.loads((FIXTURES / f"local-{run_json.parent.name}.json").read_text())
+        before = json.loads((RUN_JSON_FIXTURES / f"local-{run_json.parent.name}.json").read_text())
         assert shape(data) == shape(before), run_json.parent.name
         assert data["status"] == before["status"]
 
 
 def test_unknown_keys_of_another_version_are_kept_where_they_were():
-    data = json.loads((FIXTURES / "local-ok.aduet.000.json").read_text())
+    data = json.loads((RUN_JSON_FIXTURES / "local-ok.aduet.000.json").read_text())
     files = data.pop("files")
     data["from_the_future"] = {"x": 1}
     data["files"] = files
@@ -108,7 +79,7 @@ def test_unknown_keys_of_another_version_are_kept_where_they_were():
     ],
 )
 def test_a_record_that_is_not_a_run_record_is_a_results_dir_error(damage, message):
-    data = json.loads((FIXTURES / "local-ok.seqn.000.A.json").read_text())
+    data = json.loads((RUN_JSON_FIXTURES / "local-ok.seqn.000.A.json").read_text())
     with pytest.raises(ResultsDirError) as err:
         RunRecord.from_json(damage(data), "runs/x/run.json")
     assert str(err.value).startswith("runs/x/run.json ") and message in str(err.value)

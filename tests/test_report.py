@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import HANG_S, ROOT, SETUP_HINT, run_duet
+from tests.helpers import HANG_S, ROOT, SETUP_HINT, run_duet
 
 from duetbench.analysis.evaluate import evaluate
 from duetbench.analysis.simulate import simulate

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pandas as pd
-from tests.conftest import (
+from tests.helpers import (
     lockstep_violations,
     make_hold,
     pids_with,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from duetbench.errors import ResultsDirError
 from duetbench.records import RunRecord, SideRecord
 from duetbench.schema import RunStatus, SideStatus
 from duetbench.store import ResultsStore
@@ -105,3 +106,25 @@ def test_the_cluster_log_skips_lines_it_cannot_read(store: ResultsStore):
     events = store.cluster_events()
     assert [e["event"] for e in events] == ["worker_joined", "lost"]
     assert all(isinstance(e["ns"], int) for e in events)
+
+
+def test_every_finished_status_is_journaled_and_never_executed_again(store: ResultsStore):
+    statuses = {
+        "b.aduet.000": RunStatus.FAILED,
+        "b.aduet.001": RunStatus.HUNG,
+        "b.seqn.000.A": RunStatus.TIMEOUT,
+    }
+    for rid, status in statuses.items():
+        commit(store, record(rid, status))
+    assert {rid: e["status"] for rid, e in store.finished().items()} == statuses
+    assert [rid for rid, _ in store.usable_runs()] == sorted(statuses)
+    assert store.run_ids() == sorted(statuses)
+
+
+def test_a_run_directory_that_is_not_in_the_plan_is_named_not_skipped(store: ResultsStore):
+    commit(store, record("b.aduet.000"))
+    stranger = store.root / "runs" / "other.aduet.000"
+    stranger.mkdir()
+    (stranger / "run.json").write_text("{}")
+    with pytest.raises(ResultsDirError, match=r"runs/other\.aduet\.000 is not a run of this"):
+        store.usable_runs()

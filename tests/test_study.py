@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import HANG_S, SETUP_HINT, require_tool
+from tests.helpers import HANG_S, SETUP_HINT, require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "benchmarks" / "methods_study.py"

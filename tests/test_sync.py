@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from tests.conftest import (
+from tests.helpers import (
     HANG_S,
     SETUP_HINT,
     lockstep_violations,

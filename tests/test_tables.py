@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from tests.conftest import run_duet
+from tests.helpers import run_duet
 
 from duetbench.analysis.simulate import simulate
 from duetbench.report import formatting as fmt

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import HANG_S, SETUP_HINT, require_tool
+from tests.helpers import HANG_S, SETUP_HINT, require_tool
 
 SRC_DIR = Path(__file__).resolve().parents[1] / "examples" / "workloads"
 

@@ -10,7 +10,7 @@ Public Python API (see docs/api.md):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["__version__", "load"]
 

@@ -15,7 +15,7 @@ import importlib
 import os
 import sys
 
-from . import __version__
+from ._version import __version__
 from .commands import COMMANDS
 from .errors import DuetError, ExitCode
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from .errors import OptionError
 
-#: ratio and diff: confidence-interval tests (docs/statistics.md, "The tests"); utest:
+#: ratio and diff: confidence-interval tests (docs/statistics.md, "The two CI tests"); utest:
 #: signed-rank test of the run values (calibrated); utest-pooled: the thesis's
 #: Mann-Whitney U test of all iterations (not calibrated).
 TESTS = ("ratio", "diff", "utest", "utest-pooled")

@@ -3,7 +3,7 @@
 Draws (per benchmark x method, from a generator keyed by the experiment seed,
 the benchmark name and the method, so ``--only`` does not change them):
 - the AB/BA launch order of every duet run, balanced (as many AB as BA, +-1);
-- which CPU slot side A gets, balanced the same way (METHODS.md 1: CPU asymmetry).
+- which CPU slot side A gets, balanced the same way (docs/statistics.md, "Executing runs").
 The RMIT schedule shuffles the whole plan with the experiment seed.
 """
 

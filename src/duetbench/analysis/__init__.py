@@ -1,7 +1,7 @@
 """Analysis of the iterations table: pure numpy/scipy/pandas, no printing, no files.
 
-Filters (METHODS.md 2), overlaps (3), pairing (4), interval engines and tests (5, 7)
-and evaluation helpers (6). The entry point is :func:`compare`.
+Filters, overlaps, pairing, interval engines, tests and evaluation helpers, each
+defined in docs/statistics.md (by section). The entry point is :func:`compare`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every analysis step works on :class:`Iterations`: one row per iteration, sorted by
 (unit, side, iteration), where a *unit* is one run of one benchmark with one method
-on one host -- the unit of resampling (METHODS.md section 5). Key columns are
+on one host -- the unit of resampling (docs/statistics.md, "The two CI tests"). Key columns are
 factorized once, run-length first, so a table in its natural order (runs stored
 contiguously, as the parsers write it) costs one comparison pass per key column.
 """

@@ -1,4 +1,4 @@
-"""Evaluation helpers (METHODS.md section 6): CV, runtime speedup, shuffle check, MDS."""
+"""Evaluation helpers (docs/statistics.md, "Evaluation helpers"): CV, runtime speedup, shuffle check, MDS."""
 
 from __future__ import annotations
 
@@ -307,7 +307,7 @@ def slow_down_iterations(it: Iterations, s: float) -> Iterations:
 
 
 def slow_down(df: pd.DataFrame, s: float) -> pd.DataFrame:
-    """Emulate B being ``s`` slower (0.05 = 5 %), METHODS 6 / thesis 4.4.
+    """Emulate B being ``s`` slower (0.05 = 5 %), thesis 4.4 (docs/statistics.md, "Evaluation helpers").
 
     Every B duration becomes ``round((1 + s) * d_k)``; B's timestamps are rebuilt
     keeping the gaps between iterations: ``s'_1 = s_1``, ``e'_k = s'_k + (1+s) d_k``,
@@ -334,7 +334,7 @@ def minimal_detectable_slowdown(
     details: bool = False,
     **compare_kwargs: object,
 ) -> pd.DataFrame:
-    """Minimal detectable slowdown of every group (thesis 4.4, METHODS 6).
+    """Minimal detectable slowdown of every group (thesis 4.4; docs/statistics.md, "Evaluation helpers").
 
     For each ``s`` in ``slowdowns`` (default 0, 0.01, ..., 0.15) B is slowed down by
     ``s`` (:func:`slow_down`), overlaps and pairs are recomputed and :func:`compare`

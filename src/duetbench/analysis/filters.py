@@ -1,4 +1,4 @@
-"""Preprocessing filters (METHODS.md section 2): warm-up removal and winsorization."""
+"""Preprocessing filters (docs/statistics.md, "Overlaps, pairing, filters: details"): warm-up removal and winsorization."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Confidence intervals for the mean of run-level values, many groups at once.
 
-Engines (METHODS.md 5.3 and 7):
+Engines (docs/statistics.md, "Interval engines" and "Several hosts"):
 
 * ``"t"`` -- Student-t on the run-level values (the default).
 * ``"percentile"``, ``"bca"``, ``"studentized"`` -- bootstrap over runs.

@@ -1,4 +1,4 @@
-"""Overlapping iterations of asynchronous duet runs (METHODS.md section 3).
+"""Overlapping iterations of asynchronous duet runs (docs/statistics.md, "Overlaps, pairing, filters: details").
 
 For iterations ``a`` of A and ``b`` of B of the same aduet run::
 

@@ -1,4 +1,4 @@
-"""Pairing iterations of A with iterations of B (METHODS.md section 4).
+"""Pairing iterations of A with iterations of B (docs/statistics.md, "Pipeline and defaults", step 3).
 
 ``seqn`` and ``sduet``: iteration ``i`` of A with iteration ``i`` of B of the same run.
 ``aduet``: the pairs in ``O_m`` (overlap rate > m) of the same run, the rate relative

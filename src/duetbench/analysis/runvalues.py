@@ -1,4 +1,4 @@
-"""Run-level values: every run summarized by one value of its pairs (METHODS.md 5).
+"""Run-level values: every run summarized by one value of its pairs (docs/statistics.md, "The two CI tests").
 
 A run's value is its run statistic (median, mean, 10 % trimmed mean) of the pairs'
 log ratios (ratio test) or differences (difference test), or the comparison of the
@@ -49,7 +49,7 @@ def _run_stat(x: np.ndarray, starts: np.ndarray, lens: np.ndarray, how: str) -> 
 
 
 def run_values(it: Iterations, p: Pairs, test: str, run_stat: str) -> RunValues:
-    """Summarize the pairs of every run (METHODS 5, run-level statistic)."""
+    """Summarize the pairs of every run (docs/statistics.md, "Pipeline and defaults", step 4)."""
     a = it.duration[p.a].astype(np.float64)
     b = it.duration[p.b].astype(np.float64)
     if test == "ratio" and len(a) and (a.min() <= 0 or b.min() <= 0):

@@ -1,7 +1,7 @@
 """Seeded synthetic iterations tables (for tests, benchmarks and documentation).
 
-The model is multiplicative (log scale), after METHODS.md 5.3 and Bakshy &
-Frachtenberg's random effects: an iteration of side X in run r on host h takes
+The model is multiplicative (log scale), after the base model of docs/statistics.md
+("Calibration of every option") and Bakshy & Frachtenberg's random effects: an iteration of side X in run r on host h takes
 
     mean_ns * exp(host_h + run_{r,X} + noise_{r,X,k}) * outlier * (1 + slowdown if X = B)
 

@@ -1,4 +1,4 @@
-"""Result types, verdicts and the Mann-Whitney U test (METHODS.md 5.4, 5.5)."""
+"""Result types, verdicts and the Mann-Whitney U test (docs/statistics.md, "The U test", "Pipeline and defaults")."""
 
 from __future__ import annotations
 

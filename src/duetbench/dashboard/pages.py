@@ -16,19 +16,13 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..history import Change, EnvironmentChange
 from ..report import formatting as fmt
+from ..report.html.page import VERDICT_CLASS
 from .figures import series_figure, sparkline, when
 from .model import BenchmarkView, Latest, SeriesView, SiteData
 
-VERDICT_CLASS = {
-    "slower": "v-slower",
-    "faster": "v-faster",
-    "same": "v-same",
-    "same (below threshold)": "v-same",
-    "no data": "v-nodata",
-}
 #: at most this many regressions are listed at the top of the index
 ATTENTION_LIMIT = 20
 #: the experiments of a benchmark page are listed open up to this many, else folded

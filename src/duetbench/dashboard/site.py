@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..atomic import replace_directory
 from ..errors import DuetError
 from ..history import DetectionSettings, Repository

@@ -22,31 +22,17 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ..schema import RESERVED_COLUMNS as SCHEMA_RESERVED
 from .registry import SideContext
 
 NS_PER_S = 1_000_000_000
 NS_PER_MS = 1_000_000
 NS_PER_US = 1_000
 
-#: Columns the processing step owns; a harness column with one of these names is
-#: renamed (``benchmark`` -> ``workload``, anything else -> ``harness_<name>``).
-RESERVED_COLUMNS = frozenset(
-    {
-        "experiment",
-        "host",
-        "suite",
-        "benchmark",
-        "method",
-        "run",
-        "pair",
-        "order",
-        "run_id",
-        "proc_start_ns",
-        "proc_end_ns",
-        "cpu",
-        "synthetic_ts",
-    }
-)
+#: Columns the processing step owns (the iterations table's reserved columns and the
+#: benchmark's name, schema.py); a harness column with one of these names is renamed
+#: (``benchmark`` -> ``workload``, anything else -> ``harness_<name>``).
+RESERVED_COLUMNS = frozenset({*SCHEMA_RESERVED, "benchmark"})
 
 _TIME_COLUMNS = ("start_ns", "end_ns", "duration_ns")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+from .._version import __version__
 from ..analysis.evaluate import TABLE_COLUMNS, TABLES, Evaluation
 from ..dataset import Dataset
 from ..options import CompareOptions

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from .. import __version__
+from .._version import __version__
 from ..analysis.evaluate import Evaluation
 from ..dataset import Dataset
 from . import evaluation_tables as et

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..atomic import fsync_dir, fsync_tree, write_json_atomic
 from ..errors import ResultsDirError
 from ..records import RunRecord

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from ... import __version__
+from ..._version import __version__
 from ...analysis.evaluate import Evaluation
 from ...dataset import Dataset
 from ...options import ReportOptions
