@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     opts = compare_options(args)
     dataset = open_dataset(args.source)
     opts = with_seed(opts, args, dataset.seed)
-    rows = compare_rows(dataset.table, opts, run_stat_given=args.run_stat is not None)
+    rows, opts = compare_rows(dataset.table, opts, run_stat_given=args.run_stat is not None)
     if args.format == "json":
         write_output(dumps(compare_doc(rows, dataset, opts)), args.output)
     elif args.format == "markdown":
@@ -56,11 +56,13 @@ def run(args: argparse.Namespace) -> int:
 
 def compare_rows(
     table: pd.DataFrame, opts: CompareOptions, *, run_stat_given: bool
-) -> pd.DataFrame:
-    """The verdict rows; without ``--run-stat``, micro benchmarks use ``MICRO_RUN_STAT``.
+) -> tuple[pd.DataFrame, CompareOptions]:
+    """The verdict rows, and the options they were computed with.
 
-    A micro benchmark is one whose rows come from duet micro's worker (an ``evaluations``
-    column); the others keep ``opts.run_stat``. Each row names its ``run_stat``.
+    Without ``--run-stat``, micro benchmarks (rows from duet micro's worker: an
+    ``evaluations`` column) use ``MICRO_RUN_STAT``, the others ``opts.run_stat``; when
+    every benchmark is a micro benchmark the returned options say so (the JSON
+    ``settings``).
     """
     import pandas as pd
 
@@ -70,13 +72,14 @@ def compare_rows(
 
     micro = set() if run_stat_given else micro_benchmarks(table)
     if not micro:
-        return compare(table, opts)
+        return compare(table, opts), opts
+    micro_opts = replace(opts, run_stat=MICRO_RUN_STAT)
     is_micro = table["benchmark"].astype(str).isin(micro)
-    parts = [compare(table.loc[is_micro], replace(opts, run_stat=MICRO_RUN_STAT))]
-    if not is_micro.all():
-        parts.insert(0, compare(table.loc[~is_micro], opts))
+    if is_micro.all():
+        return compare(table, micro_opts), micro_opts
+    parts = [compare(table.loc[~is_micro], opts), compare(table.loc[is_micro], micro_opts)]
     rows = pd.concat(parts, ignore_index=True)
-    return rows.sort_values(["benchmark", "method"], kind="stable", ignore_index=True)
+    return rows.sort_values(["benchmark", "method"], kind="stable", ignore_index=True), opts
 
 
 def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
@@ -92,7 +95,7 @@ def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
 
     dataset = open_dataset(root)
     opts = CompareOptions.create(seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat)
-    rows = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
+    rows, opts = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
     if fmt == "json":
         write_output(dumps(compare_doc(rows, dataset, opts)), None)
     elif fmt == "markdown":
@@ -117,7 +120,7 @@ def print_verdicts_after_run(root: Path) -> None:
         if dataset.table.empty:
             return
         opts = CompareOptions(seed=dataset.seed).checked()
-        rows = compare_rows(dataset.table, opts, run_stat_given=False)
+        rows, opts = compare_rows(dataset.table, opts, run_stat_given=False)
     except DuetError as exc:
         print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
         return
