@@ -44,7 +44,7 @@ def test_known_2x_measured_within_3_percent_with_each_method(known: Path) -> Non
         "knownver:x2_100us",
         "--a-path", "v_a", "--b-path", "v_b",  # relative, from the working directory
         "--method", "sduet", "--method", "aduet", "--method", "seqn",
-        "--runs", "4", "--samples", "200", "--format", "json",
+        "--runs", "6", "--samples", "300", "--format", "json",
         cwd=known,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -207,3 +207,55 @@ def test_stored_calibration_is_used_instead_of_calibrating(known: Path) -> None:
     assert bench.micro is not None and bench.micro.evaluations == 7
     for _, side in bench.sides:
         assert "--evaluations 7" in side.command and "--samples 4" in side.command
+
+
+# ------------------------------------------------------------------ harness: python in duet.yml
+
+
+def write_config(directory: Path, benchmarks: str) -> Path:
+    config = directory / "duet.yml"
+    config.write_text(
+        "experiment:\n  name: mixed\n  repetitions: {sduet: 2, aduet: 0, seqn: 0}\n"
+        "  default_artifacts: false\nbenchmarks:\n" + benchmarks
+    )
+    return config
+
+
+def test_python_benchmarks_and_commands_in_one_experiment(known: Path) -> None:
+    config = write_config(
+        known,
+        "  x2:\n    harness: python\n    target: knownver:x2_100us\n    iterations: 40\n"
+        "    A: {path: v_a}\n    B: {path: v_b}\n"
+        "  suite:\n    harness: micro\n    target: asv_suite/benchmarks\n"
+        "    benchmark: \"bench_known.TimeKnown.time_work('aa', '5us')\"\n"
+        "    time_budget: 0.2s\n    A: {path: [v_a]}\n    B: {path: [v_b]}\n"
+        "  shell:\n    command: 'true'\n    iterations: 3\n",
+    )
+    done = run_duet("run", str(config), "-o", str(known / "out"), cwd=known.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    root = known / "out" / "mixed"
+    out = run_duet("compare", str(root), "--format", "json")
+    rows = {r["benchmark"]: r for r in json.loads(out.stdout)["rows"]}
+    assert set(rows) == {"x2", "suite", "shell"}
+    assert 1 + rows["x2"]["change"] == pytest.approx(2.0, rel=0.1)
+    assert set(ResultsStore.open(root).micro_calibrations()) == {"x2", "suite"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            "  f:\n    harness: python\n    command: ./bench\n    target: m:f\n",
+            "`command` has no place",
+        ),
+        ("  f:\n    harness: python\n    A: {path: a}\n", "has no `target` for side A"),
+        ("  f:\n    command: ./bench\n    target: m:f\n", "`target` is for `harness: python`"),
+        ("  f:\n    command: ./bench\n    A: {python: p}\n", "`A.python` is for `harness: python`"),
+    ],
+)
+def test_python_benchmark_config_errors(tmp_path: Path, entry: str, message: str) -> None:
+    from duetbench.config import load_config
+    from duetbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        load_config(write_config(tmp_path, entry))

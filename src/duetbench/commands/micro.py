@@ -147,9 +147,10 @@ def run(args: argparse.Namespace) -> int:
         name=args.name,
         seed=args.seed,
     )
-    root = args.output.resolve() / request.name
-    store = ResultsStore(root)
-    stored = store.micro_calibrations() if args.resume and store.has_experiment() else None
+    stored = None
+    if args.resume:  # the calibration of the interrupted experiment, not a new one
+        store = ResultsStore(args.output.resolve() / request.name)
+        stored = store.micro_calibrations() if store.has_experiment() else None
     exp = build_experiment(request, stored=stored)
     observer = RichObserver(verbose=args.verbose)
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)

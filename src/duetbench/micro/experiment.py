@@ -126,3 +126,16 @@ def calibrate_experiment(
         exp,
         benchmarks=tuple(calibrate_benchmark(b, base, stored.get(b.name)) for b in exp.benchmarks),
     )
+
+
+def prepare_experiment(exp: Experiment, out_dir: Path, *, resume: bool) -> Experiment:
+    """``exp`` ready to run into ``out_dir/<name>``: micro benchmarks calibrated, or, on
+    ``resume``, given the calibration stored in that results directory."""
+    if not any(b.micro is not None for b in exp.benchmarks):
+        return exp
+    from ..schedule.inline import results_root
+    from ..store import ResultsStore
+
+    store = ResultsStore(results_root(exp, out_dir))
+    stored = store.micro_calibrations() if resume and store.has_experiment() else None
+    return calibrate_experiment(exp, stored=stored)
