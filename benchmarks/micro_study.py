@@ -235,10 +235,17 @@ def _pytest_benchmark_side(
     return bench["stats"]["data"], time.monotonic() - t0
 
 
+_PYTEST_OVERHEAD_S: dict[tuple[str, str], float] = {}
+
+
 def run_pytest_benchmark(case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
     # pytest's start-up and pytest-benchmark's calibration come on top of --benchmark-max-time:
-    # a pilot measures them, and each side gets the rest of its half of the budget
-    _, pilot_s = _pytest_benchmark_side("v_a", case, "pilot", 0.05, tmp)
+    # a pilot (once per case and condition, not counted) measures them, and each side gets
+    # the rest of its half of the budget
+    key = (case, os.environ.get("MICRO_STUDY_CONDITION", ""))
+    if key not in _PYTEST_OVERHEAD_S:
+        _PYTEST_OVERHEAD_S[key] = _pytest_benchmark_side("v_a", case, "pilot", 0.05, tmp)[1]
+    pilot_s = _PYTEST_OVERHEAD_S[key]
     max_time = max(0.05, plan.budget_s / 2 - pilot_s)
     data = {
         side: _pytest_benchmark_side(version, case, side, max_time, tmp)[0]
@@ -270,6 +277,7 @@ def run_study(plan: Plan, seed: int) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     t_start = time.monotonic()
     for ci, cond in enumerate(plan.conditions):
+        os.environ["MICRO_STUDY_CONDITION"] = cond
         with _condition(cond, seed + ci), tempfile.TemporaryDirectory(prefix="micro-study-") as t:
             for size, variants in plan.tries.items():
                 for variant, tries in variants.items():
