@@ -182,12 +182,17 @@ def _pyperf_side(
     return time.monotonic() - t0
 
 
+_PYPERF_PILOT: dict[tuple[str, str], tuple[int, float]] = {}
+
+
 def run_pyperf(case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
     import pyperf
 
-    loops = max(1, round(0.001 / _per_call_s(case)))
-    pilot = _pyperf_side("v_a", case, loops, 2, tmp / "pilot.json", tmp)
-    per_process = pilot / 2
+    key = (case, os.environ.get("MICRO_STUDY_CONDITION", ""))
+    if key not in _PYPERF_PILOT:  # loops and seconds per process, once per case and condition
+        loops = max(1, round(0.001 / _per_call_s(case)))
+        _PYPERF_PILOT[key] = (loops, _pyperf_side("v_a", case, loops, 2, tmp / "p.json", tmp) / 2)
+    loops, per_process = _PYPERF_PILOT[key]
     processes = max(2, math.floor(plan.budget_s / 2 / per_process))
     values = {}
     for side, version in (("A", "v_a"), ("B", "v_b")):
