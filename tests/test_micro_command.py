@@ -259,3 +259,21 @@ def test_python_benchmark_config_errors(tmp_path: Path, entry: str, message: str
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
         load_config(write_config(tmp_path, entry))
+
+
+def test_a_small_budget_still_gives_every_run_ten_samples(known: Path) -> None:
+    """The run time comes from the budget, but never below 10 samples of the slower side."""
+    stored_b = {
+        "evaluations": 1, "told": False, "target_ns": 1_000_000, "per_evaluation_ns": 4e7,
+        "resolution_ns": 30, "timer_overhead_ns": 30.0, "call_overhead_ns": 40.0,
+    }  # fmt: skip
+    stored_a = {**stored_b, "per_evaluation_ns": 2e7}
+    request = MicroRequest.create(
+        target="knownver:x2_5ms", asv=None, a_target=None, b_target=None,
+        a_python=None, b_python=None, a_paths=[str(known / "v_a")],
+        b_paths=[str(known / "v_b")], budget_s=1.0, runs=10,
+    )  # fmt: skip
+    stored = {"x2_5ms": {"A": json.dumps(stored_a), "B": json.dumps(stored_b)}}
+    (bench,) = build_experiment(request, stored=stored).benchmarks
+    # 1 s / 10 runs would be 0.05 s; B's 40 ms samples x 10 = 0.4 s
+    assert "--budget 0.4" in bench.side("A").command

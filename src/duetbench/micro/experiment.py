@@ -24,6 +24,8 @@ from ..config.model import Benchmark, Experiment, MicroSpec, Side
 from .api import MicroError, calibrate, worker_command
 from .calibration import Calibration, Settings
 
+#: Sampling time per run is at least this many samples of the slower side (its calibration).
+MIN_SAMPLES_PER_RUN = 10
 #: Seconds a run may take beyond its sampling before it is stopped as timed out.
 RUN_TIMEOUT_SLACK_S = 120.0
 
@@ -68,8 +70,13 @@ def calibrate_benchmark(
     else:
         calibrations = {p: _calibrate_side(bench, spec, p, base) for p, _ in spec.sides}
     evaluations = calibrations["A"].evaluations
-    # a fixed number of samples, or as many as fit the run time (the worker's --budget)
-    budget_s = spec.run_time_s if spec.samples is None else None
+    per_eval = max((c.per_evaluation_ns or 0.0) for c in calibrations.values())
+    sample_s = max(evaluations * per_eval / 1e9, spec.min_sample_s)
+    # a fixed number of samples, or as many as fit the run time (the worker's --budget),
+    # but time for MIN_SAMPLES_PER_RUN of the slower side at least: a minimum needs a few
+    budget_s = None
+    if spec.samples is None:
+        budget_s = max(spec.run_time_s or 0.0, MIN_SAMPLES_PER_RUN * sample_s)
     sides = []
     for pair, side in spec.sides:
         argv = worker_command(
@@ -92,8 +99,6 @@ def calibrate_benchmark(
     texts = tuple((p, json.dumps(c.to_json(), sort_keys=True)) for p, c in calibrations.items())
     timeout = bench.timeout
     if timeout is None:  # generous: catches a hang, never a slow machine
-        per_eval = max((c.per_evaluation_ns or 0.0) for c in calibrations.values())
-        sample_s = max(evaluations * per_eval / 1e9, spec.min_sample_s)
         sampling_s = budget_s if budget_s is not None else (spec.samples or 0) * sample_s
         timeout = RUN_TIMEOUT_SLACK_S + 10 * (sampling_s + (spec.warmup + 1) * sample_s)
     return replace(
