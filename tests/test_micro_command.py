@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,33 @@ def test_a_small_budget_still_gives_every_run_ten_samples(known: Path) -> None:
     (bench,) = build_experiment(request, stored=stored).benchmarks
     # 1 s / 10 runs would be 0.05 s; B's 40 ms samples x 10 = 0.4 s
     assert "--budget 0.4" in bench.side("A").command
+
+
+def test_duet_run_resume_takes_the_calibration_from_the_results_directory(
+    known: Path, tmp_path: Path
+) -> None:
+    """prepare_experiment (what `duet run` calls): --resume reads experiment.json's calibration."""
+    from duetbench.config import load_config
+    from duetbench.micro.experiment import prepare_experiment
+
+    config = write_config(
+        known,
+        "  x2:\n    harness: python\n    target: knownver:x2_100us\n    iterations: 5\n"
+        "    A: {path: v_a}\n    B: {path: v_b}\n",
+    )
+    exp = load_config(config)
+    stored = {
+        "evaluations": 777, "told": False, "target_ns": 1_000_000, "per_evaluation_ns": 8e4,
+        "resolution_ns": 30, "timer_overhead_ns": 30.0, "call_overhead_ns": 40.0,
+    }  # fmt: skip
+    (bench,) = exp.benchmarks
+    assert bench.micro is not None
+    text = json.dumps(stored)
+    calibrated = replace(bench, micro=replace(bench.micro, calibrations=(("A", text), ("B", text))))
+    ResultsStore.create(
+        tmp_path / "out" / "mixed", replace(exp, benchmarks=(calibrated,)).to_dict(), []
+    )
+    resumed = prepare_experiment(exp, tmp_path / "out", resume=True)
+    assert "--evaluations 777" in resumed.benchmarks[0].side("B").command
+    fresh = prepare_experiment(exp, tmp_path / "elsewhere", resume=True)  # nothing stored there
+    assert "--evaluations 777" not in fresh.benchmarks[0].side("B").command
