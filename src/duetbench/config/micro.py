@@ -18,7 +18,6 @@ from .yamlload import LocatedYaml
 
 #: The harness names of a micro benchmark in duet.yml; the first is what the data says.
 MICRO_HARNESS = "micro"
-HARNESS_NAMES = ("python", "micro")
 #: The interpreter of a side that names none.
 DEFAULT_PYTHON = "python3"
 #: Seconds of sampling per run when neither `iterations` nor `time_budget` is given.
@@ -29,8 +28,13 @@ MICRO_KEYS = ("python", "path", "target", "benchmark")
 PLACEHOLDER = "duet-micro-worker (its command is built after calibration, when the run starts)"
 
 
-def is_micro(harness: str | None) -> bool:
-    return harness in HARNESS_NAMES
+def is_micro(m: NativeBenchmark) -> bool:
+    """``harness: python``; or ``harness: micro`` without commands (with commands, ``micro``
+    is the worker's result parser for a worker command written by hand, docs/parsers.md)."""
+    if m.harness == "python":
+        return True
+    commands = [s.command or s.sync_command for s in (m, m.A, m.B) if s is not None]
+    return m.harness == MICRO_HARNESS and not any(commands)
 
 
 def check_not_micro(doc: LocatedYaml, name: str, m: NativeBenchmark, own: dict[str, Any]) -> None:

@@ -85,7 +85,7 @@ def _benchmark(
     own = bench.model_dump(exclude_unset=True)
     m = _merged(defaults, own)
     micro = None
-    if is_micro(m.harness):
+    if is_micro(m):
         a, b, micro, aa = micro_benchmark_parts(doc, name, m)
     else:
         check_not_micro(doc, name, m, own)
