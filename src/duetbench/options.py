@@ -159,6 +159,11 @@ def _grid(values: object, option: str, problem: str, ok: Any) -> tuple[float, ..
 # ---------------------------------------------------------------------- options
 
 
+#: `duet compare`'s run statistic for micro benchmarks (``harness: micro``) when
+#: ``--run-stat`` is not given (docs/micro.md, "Statistics"); others use ``run_stat``.
+MICRO_RUN_STAT = "min"
+
+
 @dataclass(frozen=True)
 class CompareOptions:
     """Options of :func:`duetbench.analysis.compare` (see there) and `duet compare`.

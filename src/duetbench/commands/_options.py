@@ -20,6 +20,7 @@ from ..options import (
     CONFIG_WARMUP,
     DEFAULT_MIN_OVERLAPS,
     INTERVALS,
+    MICRO_RUN_STAT,
     OVERLAP_RATES,
     RUN_STATS,
     SPANS,
@@ -211,9 +212,9 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         p,
         "--run-stat",
         RUN_STATS,
-        _C.run_stat,
-        f"how a run's pairs are summarized (default {_C.run_stat}; min compares the "
-        "sides' minima, for microbenchmarks)",
+        None,
+        f"how a run's pairs are summarized (default: {MICRO_RUN_STAT} for micro benchmarks, "
+        f"which compares the sides' minima, {_C.run_stat} for the others; docs/micro.md)",
     )
     p.add_argument(
         "--warmup",
@@ -319,7 +320,7 @@ def compare_options(
             resamples=args.resamples,
             threshold=parse_threshold(args.threshold),
             min_overlap=args.min_overlap if min_overlap is None else min_overlap,
-            run_stat=args.run_stat,
+            run_stat=args.run_stat or _C.run_stat,
             warmup=parse_warmup(args.warmup),
             winsorize=args.winsorize,
             seed=args.seed if args.seed is not None else 0,

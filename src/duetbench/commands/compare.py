@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
 from ._options import add_compare_options, add_source_command, compare_options, with_seed
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..options import CompareOptions
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis import compare
     from ..dataset import open_dataset
     from ..report.json_docs import compare_doc, dumps
     from ..report.markdown import compare_markdown
@@ -36,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     opts = compare_options(args)
     dataset = open_dataset(args.source)
     opts = with_seed(opts, args, dataset.seed)
-    rows = compare(dataset.table, opts)
+    rows, opts = compare_rows(dataset.table, opts, run_stat_given=args.run_stat is not None)
     if args.format == "json":
         write_output(dumps(compare_doc(rows, dataset, opts)), args.output)
     elif args.format == "markdown":
@@ -48,11 +54,61 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def compare_rows(
+    table: pd.DataFrame, opts: CompareOptions, *, run_stat_given: bool
+) -> tuple[pd.DataFrame, CompareOptions]:
+    """The verdict rows, and the options they were computed with.
+
+    Without ``--run-stat``, micro benchmarks (rows from duet micro's worker: an
+    ``evaluations`` column) use ``MICRO_RUN_STAT``, the others ``opts.run_stat``; when
+    every benchmark is a micro benchmark the returned options say so (the JSON
+    ``settings``).
+    """
+    import pandas as pd
+
+    from ..analysis import compare
+    from ..micro.api import micro_benchmarks
+    from ..options import MICRO_RUN_STAT
+
+    micro = set() if run_stat_given else micro_benchmarks(table)
+    if not micro:
+        return compare(table, opts), opts
+    micro_opts = replace(opts, run_stat=MICRO_RUN_STAT)
+    is_micro = table["benchmark"].astype(str).isin(micro)
+    if is_micro.all():
+        return compare(table, micro_opts), micro_opts
+    parts = [compare(table.loc[~is_micro], opts), compare(table.loc[is_micro], micro_opts)]
+    rows = pd.concat(parts, ignore_index=True)
+    return rows.sort_values(["benchmark", "method"], kind="stable", ignore_index=True), opts
+
+
+def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
+    """Print the verdict table of results directory ``root`` in ``fmt`` (table, json,
+    markdown) with `duet compare`'s defaults; True when a verdict is 'slower'."""
+    from ..dataset import open_dataset
+    from ..options import CompareOptions
+    from ..report.json_docs import compare_doc, dumps
+    from ..report.markdown import compare_markdown
+    from ..report.tables import verdict_table
+    from ..report.terminal import print_verdicts
+    from ._output import write_output
+
+    dataset = open_dataset(root)
+    opts = CompareOptions.create(seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat)
+    rows, opts = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
+    if fmt == "json":
+        write_output(dumps(compare_doc(rows, dataset, opts)), None)
+    elif fmt == "markdown":
+        write_output(compare_markdown(verdict_table(rows, dataset, opts)), None)
+    else:
+        print_verdicts(verdict_table(rows, dataset, opts))
+    return bool((rows["verdict"] == "slower").any())
+
+
 def print_verdicts_after_run(root: Path) -> None:
     """The verdict table `duet compare` prints, at the end of `duet run` (its defaults)."""
     import sys
 
-    from ..analysis import compare
     from ..dataset import open_dataset
     from ..errors import DuetError
     from ..options import CompareOptions
@@ -64,7 +120,7 @@ def print_verdicts_after_run(root: Path) -> None:
         if dataset.table.empty:
             return
         opts = CompareOptions(seed=dataset.seed).checked()
-        rows = compare(dataset.table, opts)
+        rows, opts = compare_rows(dataset.table, opts, run_stat_given=False)
     except DuetError as exc:
         print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
         return

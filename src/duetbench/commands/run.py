@@ -48,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..micro.experiment import prepare_experiment
     from ..report.progress import RichObserver
     from .compare import print_verdicts_after_run
     from .plan import split_only, this_host_cpus
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
     host_cpus = None if args.cluster else this_host_cpus()
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    exp = prepare_experiment(exp, args.output, resume=args.resume)  # harness: python
     observer = RichObserver(verbose=args.verbose)
     only = split_only(args.only)
     if args.cluster:

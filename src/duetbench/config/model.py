@@ -39,6 +39,39 @@ class Side:
 
 
 @dataclass(frozen=True)
+class MicroSide:
+    """One side of a micro benchmark: the interpreter, its source tree, what it times."""
+
+    python: str
+    target: str  # module:function, file.py[:name], or an asv suite directory
+    benchmark: str | None = None  # the worker's --benchmark (a suite's or file's member)
+    paths: tuple[str, ...] = ()  # first on the side's sys.path (its source tree)
+
+
+@dataclass(frozen=True)
+class MicroSpec:
+    """A Python-function benchmark timed by duet micro's worker (docs/micro.md).
+
+    Side A calibrates the evaluations per sample, side B is told the count; the side
+    commands are built from this once the calibration is known (``micro/experiment.py``),
+    and the calibrations are kept here, so experiment.json holds them for ``--resume``.
+    """
+
+    sides: tuple[tuple[str, MicroSide], ...]  # (("A", side), ("B", side))
+    samples: int | None = None  # samples per run; None: from run_time_s and the calibration
+    run_time_s: float | None = None  # seconds of sampling per run (when samples is None)
+    warmup: int = 1  # warm-up samples per run (filler rows)
+    keep_gc: bool = False
+    min_sample_s: float = 0.001
+    step_timeout_s: float | None = None  # bounds each setup, trial and sample
+    evaluations: int | None = None  # set from A's calibration
+    calibrations: tuple[tuple[str, str], ...] = ()  # (side, Calibration JSON text)
+
+    def side(self, pair: str) -> MicroSide:
+        return dict(self.sides)[pair]
+
+
+@dataclass(frozen=True)
 class Benchmark:
     name: str
     sides: tuple[tuple[str, Side], ...]  # (("A", side), ("B", side))
@@ -53,6 +86,7 @@ class Benchmark:
     warmup: int | str = 0  # iterations dropped by the analysis (int or "half")
     busy_shorter_side: bool = False  # keep the side that finishes first iterating (filler)
     cpus: str | tuple[int, ...] = "auto"  # "auto" | "none" | CPUs to draw from
+    micro: MicroSpec | None = None  # harness "micro": the worker's targets, calibrated at run
 
     def side(self, pair: str) -> Side:
         return dict(self.sides)[pair]

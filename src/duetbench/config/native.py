@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import located_error, validate
 from .fields import check_benchmark_name, cpus_value, experiment_name, hang_value
+from .micro import MICRO_HARNESS, check_not_micro, is_micro, micro_benchmark_parts
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
 from .yamlload import LocatedYaml
@@ -83,9 +84,14 @@ def _benchmark(
     check_benchmark_name(name, doc, ("benchmarks", name))
     own = bench.model_dump(exclude_unset=True)
     m = _merged(defaults, own)
-    aa = m.B is None
-    a = _side(doc, name, "A", m.A, m, own)
-    b = _side(doc, name, "B", m.B, m, own) if not aa else a
+    micro = None
+    if is_micro(m):
+        a, b, micro, aa = micro_benchmark_parts(doc, name, m)
+    else:
+        check_not_micro(doc, name, m, own)
+        aa = m.B is None
+        a = _side(doc, name, "A", m.A, m, own)
+        b = _side(doc, name, "B", m.B, m, own) if not aa else a
     if m.repetitions is not None:
         reps = _reps(m.repetitions)
     elif exp.repetitions is not None:
@@ -93,6 +99,8 @@ def _benchmark(
     else:
         reps = dict(DEFAULT_REPETITIONS)
     harness = m.harness or ("generic" if (a.results or b.results) else "command")
+    if micro is not None:
+        harness = MICRO_HARNESS
     if m.iterations is not None and m.time_budget is not None:
         raise located_error(
             doc,
@@ -108,11 +116,12 @@ def _benchmark(
         repetitions=tuple(reps.items()),
         timeout=m.timeout if m.timeout is not None else exp.timeout,
         hang_timeout=hang_value(m.hang_timeout, exp.hang_timeout),
-        iterations=None if m.time_budget is not None else (m.iterations or 10),
-        time_budget=m.time_budget,
+        iterations=None if m.time_budget is not None or micro else (m.iterations or 10),
+        time_budget=None if micro else m.time_budget,
         warmup=m.warmup if m.warmup is not None else 0,
         busy_shorter_side=bool(m.busy_shorter_side),
         cpus=cpus_value(m.cpus if m.cpus is not None else "auto"),
+        micro=micro,
     )
 
 

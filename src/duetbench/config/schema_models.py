@@ -238,10 +238,16 @@ class NativeSide(_Strict):
     setup: Command | None = None
     teardown: Command | None = None
     mounts: StrList | None = None
+    # harness: python (duet micro's worker; docs/micro.md, "In a duet.yml")
+    python: Text | None = None
+    path: StrList | None = None
+    target: Text | None = None
+    benchmark: Text | None = None
 
 
 class NativeBenchmark(NativeSide):
     harness: Text | None = None
+    keep_gc: bool | None = None
     suite: Text | None = None
     repetitions: NativeRepetitions | Count | None = None
     timeout: Duration | None = None

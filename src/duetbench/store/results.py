@@ -194,6 +194,23 @@ class ResultsStore:
             )
         return exp  # type: ignore[no-any-return]
 
+    def micro_calibrations(self) -> dict[str, dict[str, str]]:
+        """The stored micro calibrations: benchmark -> side -> Calibration JSON text.
+
+        They are part of the resolved config in experiment.json (``Benchmark.micro``), so
+        `duet run --resume` / `duet micro --resume` reuse them (docs/micro.md, "Resume")."""
+        config = self.experiment().get("config")
+        benchmarks = config.get("benchmarks") if isinstance(config, dict) else None
+        found: dict[str, dict[str, str]] = {}
+        for bench in benchmarks if isinstance(benchmarks, list) else []:
+            micro = bench.get("micro") if isinstance(bench, dict) else None
+            pairs = micro.get("calibrations") if isinstance(micro, dict) else None
+            if isinstance(pairs, list) and pairs:
+                found[str(bench.get("name"))] = {
+                    str(p[0]): str(p[1]) for p in pairs if isinstance(p, list) and len(p) == 2
+                }
+        return found
+
     def plan(self) -> list[dict[str, Any]]:
         """The experiment's plan as stored (RunSpec.to_dict() of every run; [] without one)."""
         return list(self.experiment().get("plan") or [])

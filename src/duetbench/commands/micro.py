@@ -1,0 +1,168 @@
+"""`duet micro`: compare two versions of Python functions (or an asv suite), no duet.yml.
+
+Builds an experiment in memory (docs/micro.md, "duet micro"), runs it like `duet run`
+into a normal results directory, prints the verdict table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import ExitCode
+from ..options import RUN_STATS
+
+METHOD_CHOICES = ("sduet", "aduet", "seqn")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "micro",
+        help="microbenchmarks: Python functions or an asv suite, A against B",
+        description="Time Python functions (module:function, a bench_*.py file, an asv "
+        "suite) in two interpreters or source trees, in lockstep by default, and print "
+        "the verdict table. The results directory works with duet compare/report/evaluate.",
+        epilog="examples: duet micro 'mymod:parse' --a-python envA/bin/python --b-python "
+        "envB/bin/python | duet micro bench_parse.py --a-path ./old-src --b-path ./src | "
+        "duet micro --asv benchmarks/ -k parse | duet micro --a 'mymod:parse_v1' --b "
+        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression with --fail-on-regression; "
+        "2 usage, import or setup error (before any run); 4 some runs failed; 130 "
+        "interrupted (--resume continues)",
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        help="module:function, module:Class, file.py[:name], or a suite directory",
+    )
+    p.add_argument("--asv", metavar="DIR", help="an asv benchmark directory (benchmark_dir)")
+    p.add_argument("--a", dest="a_target", metavar="TARGET", help="side A's target (with --b)")
+    p.add_argument("--b", dest="b_target", metavar="TARGET", help="side B's target (with --a)")
+    for side in "ab":
+        p.add_argument(
+            f"--{side}-python",
+            metavar="PYTHON",
+            help=f"side {side.upper()}'s interpreter (default: the one running duet)",
+        )
+        p.add_argument(
+            f"--{side}-path",
+            action="append",
+            metavar="DIR",
+            help=f"first on side {side.upper()}'s sys.path, repeatable (default: the "
+            "current directory)",
+        )
+    p.add_argument(
+        "-k",
+        dest="pattern",
+        metavar="PATTERN",
+        help="only benchmarks whose name contains PATTERN (or matches it as a glob)",
+    )
+    p.add_argument(
+        "--method",
+        action="append",
+        choices=list(METHOD_CHOICES),
+        help="sduet (default: lockstep per sample), aduet or seqn; repeatable",
+    )
+    p.add_argument(
+        "--budget",
+        default="30s",
+        help="machine time for the whole experiment, e.g. 30s, 2m (default 30s); split "
+        "over benchmarks, methods and runs",
+    )
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=10,
+        help="runs (fresh interpreters) per "
+        "benchmark and method (seqn: half of them per side; default 10)",
+    )
+    p.add_argument("--samples", type=int, help="samples per run (instead of the budget)")
+    p.add_argument(
+        "--warmup-samples", type=int, default=1, help="warm-up samples per run (default 1)"
+    )
+    p.add_argument(
+        "--min-sample-time", default="1ms", help="calibration: shortest sample (default 1ms)"
+    )
+    p.add_argument("--keep-gc", action="store_true", help="leave the GC on during samples")
+    p.add_argument("--name", default="micro", help="experiment name (default: micro)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the plan (default 0)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("results"),
+        help="parent directory of the results (default: results/); they go to OUTPUT/<name>",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue OUTPUT/<name>, reusing its calibration"
+    )
+    p.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    p.add_argument(
+        "--run-stat",
+        choices=list(RUN_STATS),
+        default=None,
+        help="how a run's samples are summarized (default for micro benchmarks: min, "
+        "docs/micro.md, 'Statistics')",
+    )
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
+
+
+def _seconds(text: str, flag: str) -> float:
+    from ..config.schema_models import _duration
+    from ..errors import DuetError
+
+    try:
+        return float(_duration(text))
+    except ValueError as exc:
+        raise DuetError(f"{flag} {text!r}: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..micro.request import MicroRequest, build_experiment
+    from ..report.progress import RichObserver
+    from ..schedule.inline import run_experiment
+    from ..store import ResultsStore
+    from .compare import render_verdicts
+    from .run import runs_not_ok
+
+    request = MicroRequest.create(
+        target=args.target,
+        asv=args.asv,
+        a_target=args.a_target,
+        b_target=args.b_target,
+        a_python=args.a_python,
+        b_python=args.b_python,
+        a_paths=args.a_path,
+        b_paths=args.b_path,
+        pattern=args.pattern,
+        methods=args.method,
+        budget_s=_seconds(args.budget, "--budget"),
+        runs=args.runs,
+        samples=args.samples,
+        warmup=args.warmup_samples,
+        min_sample_s=_seconds(args.min_sample_time, "--min-sample-time"),
+        keep_gc=args.keep_gc,
+        name=args.name,
+        seed=args.seed,
+    )
+    stored = None
+    if args.resume:  # the calibration of the interrupted experiment, not a new one
+        store = ResultsStore(args.output.resolve() / request.name)
+        stored = store.micro_calibrations() if store.has_experiment() else None
+    exp = build_experiment(request, stored=stored)
+    observer = RichObserver(verbose=args.verbose)
+    summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
+    if summary.interrupted:
+        return ExitCode.INTERRUPTED
+    regression = render_verdicts(summary.root, args.format, args.run_stat)
+    bad = runs_not_ok(summary.root, exp, None)
+    if bad:
+        from ..report.progress import print_runs_not_ok
+
+        print_runs_not_ok(observer.console, summary.root, bad)
+        return ExitCode.RUNS_FAILED
+    if args.fail_on_regression and regression:
+        return ExitCode.REGRESSION
+    return ExitCode.OK

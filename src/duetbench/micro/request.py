@@ -1,0 +1,212 @@
+"""What `duet micro` asks for, and the experiment that answers it (docs/micro.md, "duet micro").
+
+:func:`build_experiment` finds the benchmarks in side A's interpreter, turns the budget
+into runs and samples, and calibrates (or, on ``--resume``, reuses the stored
+calibration), so the experiment it returns has finished worker commands and runs
+through the normal scheduler into a normal results directory.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config.limits import MAX_NAME_LENGTH
+from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
+from .api import MicroBenchmark, MicroError, discover
+from .experiment import calibrate_experiment
+
+#: Seconds a run costs besides its samples (interpreter start, import, the worker's clock
+#: and loop measurements); subtracted from each run's share of the budget.
+RUN_OVERHEAD_S = 0.5
+#: Sampling seconds per run at least, however small the budget.
+MIN_RUN_TIME_S = 0.05
+METHODS = ("sduet", "aduet", "seqn")
+
+
+@dataclass(frozen=True)
+class MicroRequest:
+    """`duet micro`'s arguments, checked: what to time on each side and for how long."""
+
+    a_target: str
+    b_target: str
+    a_python: str
+    b_python: str
+    a_paths: tuple[str, ...]
+    b_paths: tuple[str, ...]
+    pattern: str | None = None
+    methods: tuple[str, ...] = ("sduet",)
+    budget_s: float = 30.0
+    runs: int = 10
+    samples: int | None = None
+    warmup: int = 1
+    min_sample_s: float = 0.001
+    keep_gc: bool = False
+    name: str = "micro"
+    seed: int = 0
+
+    @staticmethod
+    def create(
+        *,
+        target: str | None,
+        asv: str | None,
+        a_target: str | None,
+        b_target: str | None,
+        a_python: str | None,
+        b_python: str | None,
+        a_paths: list[str] | None,
+        b_paths: list[str] | None,
+        **rest: object,
+    ) -> MicroRequest:
+        given = [t for t in (target, asv) if t]
+        if (a_target is None) != (b_target is None):
+            raise MicroError("give both --a and --b (two targets), or one target for both sides")
+        if a_target is not None and given:
+            raise MicroError("give either one target (or --asv DIR) or --a and --b, not both")
+        if a_target is None and len(given) != 1:
+            raise MicroError(
+                "what to time: a target (module:function, file.py, a suite directory), "
+                "--asv DIR, or --a TARGET --b TARGET"
+            )
+        if asv is not None and not Path(asv).is_dir():
+            raise MicroError(f"--asv {asv}: not a directory (asv's benchmark_dir)")
+        methods = tuple(dict.fromkeys(rest.pop("methods", None) or ("sduet",)))  # type: ignore[call-overload]
+        for method in methods:
+            if method not in METHODS:
+                raise MicroError(f"--method {method}: use sduet, aduet or seqn")
+        request = MicroRequest(
+            a_target=a_target or given[0],
+            b_target=b_target or given[0],
+            a_python=a_python or sys.executable,
+            b_python=b_python or sys.executable,
+            a_paths=tuple(a_paths or (".",)),
+            b_paths=tuple(b_paths or (".",)),
+            methods=methods,
+            **rest,  # type: ignore[arg-type]
+        )
+        if request.runs < 1 or (request.samples is not None and request.samples < 1):
+            raise MicroError("--runs and --samples must be at least 1")
+        if request.warmup < 0:
+            raise MicroError("--warmup-samples must not be negative")
+        return request
+
+    def side(self, pair: str) -> tuple[str, str, tuple[str, ...]]:
+        """(python, target, paths) of side ``pair``."""
+        if pair == "A":
+            return self.a_python, self.a_target, self.a_paths
+        return self.b_python, self.b_target, self.b_paths
+
+
+def matches(name: str, pattern: str | None) -> bool:
+    """``-k``: a substring of the name, or a glob matching it."""
+    return pattern is None or pattern in name or fnmatch.fnmatchcase(name, pattern)
+
+
+def bench_name(name: str, taken: set[str]) -> str:
+    """A benchmark name that may name directories (asv's ``f(10, 'x')`` -> ``f-10-x``)."""
+    text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", name).strip("-_.+")
+    text = re.sub(r"^[^A-Za-z0-9]+", "", text)[: MAX_NAME_LENGTH - 4] or "bench"
+    out, i = text, 2
+    while out in taken:
+        out, i = f"{text}-{i}", i + 1
+    taken.add(out)
+    return out
+
+
+def _found(request: MicroRequest, pair: str) -> list[MicroBenchmark]:
+    python, target, paths = request.side(pair)
+    try:
+        found = discover(python, target, paths=paths)
+    except MicroError as exc:
+        raise MicroError(f"side {pair}: {exc}") from None
+    runnable = [b for b in found if b.runnable and matches(b.name, request.pattern)]
+    if not runnable:
+        known = ", ".join(b.name for b in found if b.runnable) or "none"
+        skipped = "; ".join(f"{b.name}: {b.skip_reason}" for b in found if not b.runnable)
+        raise MicroError(
+            f"side {pair}: no benchmark to run in {target}"
+            + (f" matching -k {request.pattern!r}" if request.pattern else "")
+            + f" (runnable: {known}"
+            + (f"; skipped: {skipped}" if skipped else "")
+            + ")"
+        )
+    return runnable
+
+
+def pairs_of(request: MicroRequest) -> list[tuple[MicroBenchmark, MicroBenchmark]]:
+    """(A's benchmark, B's benchmark) pairs: by name, or in order for --a/--b."""
+    a = _found(request, "A")
+    if request.a_target == request.b_target:
+        return [(x, x) for x in a]
+    b = _found(request, "B")
+    if len(a) != len(b):
+        raise MicroError(
+            f"--a {request.a_target} has {len(a)} benchmark(s), --b {request.b_target} "
+            f"{len(b)}: give two targets that match one to one"
+        )
+    return list(zip(a, b, strict=True))
+
+
+def run_time_s(request: MicroRequest, benchmarks: int) -> float:
+    """Seconds of sampling per run: the budget's share of one run, less its overhead.
+
+    Machine time is wall-clock time. A duet run's sides run at once; seqn has half the
+    runs per side, so every method gets ``budget / (benchmarks x methods)`` seconds and
+    spends it in ``runs`` runs.
+    """
+    share = request.budget_s / (benchmarks * len(request.methods) * request.runs)
+    return max(MIN_RUN_TIME_S, share - RUN_OVERHEAD_S)
+
+
+def build_experiment(
+    request: MicroRequest,
+    *,
+    stored: dict[str, dict[str, str]] | None = None,
+    base: Path | None = None,
+) -> Experiment:
+    """The experiment of ``request``, calibrated (``stored``: the calibrations to reuse)."""
+    pairs = pairs_of(request)
+    per_run = run_time_s(request, len(pairs))
+    reps = {m: (math.ceil(request.runs / 2) if m == "seqn" else request.runs) for m in METHODS}
+    taken: set[str] = set()
+    benchmarks = []
+    for a, b in pairs:
+        sides = tuple(
+            (
+                pair,
+                MicroSide(
+                    python=request.side(pair)[0],
+                    target=bench.target,
+                    benchmark=bench.name,
+                    paths=request.side(pair)[2],
+                ),
+            )
+            for pair, bench in (("A", a), ("B", b))
+        )
+        spec = MicroSpec(
+            sides=sides,
+            samples=request.samples,
+            run_time_s=None if request.samples else per_run,
+            warmup=request.warmup,
+            keep_gc=request.keep_gc,
+            min_sample_s=request.min_sample_s,
+        )
+        benchmarks.append(
+            Benchmark(
+                name=bench_name(a.name, taken),
+                sides=(("A", Side(command="")), ("B", Side(command=""))),
+                aa=sides[0][1] == sides[1][1],
+                harness="micro",
+                repetitions=tuple((m, reps[m] if m in request.methods else 0) for m in METHODS),
+                iterations=None,
+                micro=spec,
+            )
+        )
+    exp = Experiment(
+        name=request.name, seed=request.seed, schedule="rmit", benchmarks=tuple(benchmarks)
+    )
+    return calibrate_experiment(exp, stored=stored, base=base)

@@ -1,0 +1,310 @@
+"""`duet micro` end to end on the known-work package of examples/micro.
+
+Version B of ``knownver`` does an exact multiple of version A's work, so the
+expected ratio is known. The estimates are the minimum-based ones `duet micro`
+uses by default (the minimum of samples is what load cannot lower); nothing here
+depends on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_duet
+
+from duetbench.micro.calibration import Calibration
+from duetbench.micro.request import MicroRequest, build_experiment, run_time_s
+from duetbench.store import ResultsStore
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "micro"
+TIMEOUT_S = 900  # catches a hang, never a slow machine
+
+
+@pytest.fixture
+def known(tmp_path: Path) -> Path:
+    """A copy of examples/micro in a directory whose name has a space."""
+    dest = tmp_path / "known work"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def micro(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run_duet("micro", *args, cwd=cwd, timeout=TIMEOUT_S, env=env)
+
+
+def test_known_2x_measured_within_3_percent_with_each_method(known: Path) -> None:
+    done = micro(
+        "knownver:x2_100us",
+        "--a-path", "v_a", "--b-path", "v_b",  # relative, from the working directory
+        "--method", "sduet", "--method", "aduet", "--method", "seqn",
+        "--runs", "6", "--samples", "300", "--format", "json",
+        cwd=known,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["settings"]["run_stat"] == "min"  # the micro default
+    ratios = {r["method"]: 1 + r["change"] for r in doc["rows"]}
+    assert set(ratios) == {"sduet", "aduet", "seqn"}
+    for method, ratio in ratios.items():
+        assert ratio == pytest.approx(2.0, rel=0.03), (method, ratio)
+    assert {r["verdict"] for r in doc["rows"]} == {"slower"}
+    # a normal results directory: duet compare reads it, with the same default
+    again = run_duet("compare", str(known / "results" / "micro"), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["settings"]["run_stat"] == "min"
+
+
+def test_a_a_says_same_and_compare_takes_the_micro_default(known: Path) -> None:
+    done = micro(
+        "knownver:aa_100us", "--a-path", "v_a", "--b-path", "v_a",
+        "--runs", "6", "--samples", "40", "--name", "aa", "--format", "table",
+        cwd=known,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    root = known / "results" / "aa"
+    # a 99.9 % interval: a true A/A is called 'same' but in 1 of 1000 experiments
+    out = run_duet("compare", str(root), "--format", "json", "--confidence", "0.999")
+    doc = json.loads(out.stdout)
+    assert [r["verdict"] for r in doc["rows"]] == ["same"]
+    config = ResultsStore.open(root).experiment()["config"]
+    assert [b["aa"] for b in config["benchmarks"]] == [True]  # one tree on both sides
+    median = run_duet("compare", str(root), "--format", "json", "--run-stat", "median")
+    assert json.loads(median.stdout)["settings"]["run_stat"] == "median"  # a flag wins
+
+
+def test_asv_suite_one_benchmark_per_parameter_combination(known: Path) -> None:
+    done = micro(
+        "--asv", "asv_suite/benchmarks", "--a-path", "v_a", "--b-path", "v_b",
+        "-k", "TimeKnown", "--runs", "1", "--samples", "3", "--method", "aduet",
+        "--format", "json",
+        cwd=known,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    names = sorted(r["benchmark"] for r in json.loads(done.stdout)["rows"])
+    expected = sorted(
+        f"bench_known.TimeKnown.time_work-{v}-{s}"
+        for v in ("aa", "p10", "x2")
+        for s in ("5us", "100us")
+    )
+    assert names == expected
+    config = ResultsStore.open(known / "results" / "micro").experiment()["config"]
+    workers = {b["micro"]["sides"][0][1]["benchmark"] for b in config["benchmarks"]}
+    assert "bench_known.TimeKnown.time_work('x2', '100us')" in workers
+
+
+def test_import_error_in_one_side_names_side_benchmark_and_last_line(
+    known: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken tree"
+    broken.mkdir()
+    (broken / "knownver.py").write_text("raise RuntimeError('half-built checkout')\n")
+    done = micro(
+        "knownver:x2_100us", "--a-path", "v_a", "--b-path", str(broken), "--samples", "3",
+        cwd=known,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    err = done.stderr
+    assert "side B" in err and "x2_100us" in err
+    assert "RuntimeError: half-built checkout" in err
+    assert "Traceback" not in err  # a message, not a crash
+    assert not (known / "results" / "micro").exists()  # nothing ran
+
+
+def test_exception_in_setup_of_side_a_is_an_error_before_any_run(known: Path) -> None:
+    bench = known / "bench_setup.py"
+    bench.write_text(
+        "import knownver\n\n"
+        "class TimeIt:\n"
+        "    def setup(self):\n"
+        "        if knownver.FACTORS['x2'] == (1, 1):\n"
+        "            raise ValueError('no fixture for version A')\n\n"
+        "    def time_it(self):\n"
+        "        knownver.aa_5us()\n"
+    )
+    done = micro("bench_setup.py", "--a-path", "v_a", "--b-path", "v_b", cwd=known)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "side A" in done.stderr and "TimeIt.time_it" in done.stderr
+    assert "ValueError: no fixture for version A" in done.stderr
+
+
+def test_two_implementations_in_one_tree(known: Path) -> None:
+    done = micro(
+        "--a", "knownver:aa_100us", "--b", "knownver:x2_100us", "--a-path", "v_b",
+        "--b-path", "v_b", "--runs", "2", "--samples", "30", "--format", "json",
+        cwd=known,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["benchmark"] == "aa_100us"
+    assert 1 + row["change"] == pytest.approx(2.0, rel=0.05)
+
+
+def test_resume_reuses_the_stored_calibration(known: Path, tmp_path: Path) -> None:
+    """A module that logs every calibration it takes part in: --resume adds none."""
+    log = tmp_path / "calibrations.log"
+    for version in ("v_a", "v_b"):
+        source = known / version / "knownver.py"
+        source.write_text(
+            "import os as _os, sys as _sys\n"
+            "if '--calibrate-only' in _sys.argv:\n"
+            "    with open(_os.environ['CAL_LOG'], 'a') as _f:\n"
+            f"        _f.write('{version}\\n')\n" + source.read_text()
+        )
+    env = {"CAL_LOG": str(log)}
+    args = ("knownver:p3_100us", "--a-path", "v_a", "--b-path", "v_b", "--runs", "2")
+    first = micro(*args, "--samples", "5", cwd=known, env=env)
+    assert first.returncode == 0, first.stderr
+    assert sorted(log.read_text().split()) == ["v_a", "v_b"]
+    root = known / "results" / "micro"
+    store = ResultsStore.open(root)
+    (stored,) = store.micro_calibrations().values()
+    evaluations = Calibration.from_json(json.loads(stored["A"])).evaluations
+    # lose one finished run, as if interrupted before it, and resume
+    lost = sorted(store.run_ids())[-1]
+    shutil.rmtree(store.run_dir(lost))
+    journal = root / "journal.jsonl"
+    journal.write_text(
+        "".join(line for line in journal.read_text().splitlines(True) if lost not in line)
+    )
+    again = micro(*args, "--samples", "5", "--resume", cwd=known, env=env)
+    assert again.returncode == 0, again.stderr
+    assert sorted(log.read_text().split()) == ["v_a", "v_b"]  # no new calibration
+    spec = json.loads((store.run_dir(lost) / "run.json").read_text())["spec"]
+    assert f"--evaluations {evaluations}" in spec["sides"][0]["command"]
+
+
+def test_budget_is_split_over_benchmarks_methods_and_runs() -> None:
+    request = MicroRequest.create(
+        target="m:f", asv=None, a_target=None, b_target=None, a_python=None, b_python=None,
+        a_paths=None, b_paths=None, methods=["sduet", "seqn"], budget_s=60.0, runs=5,
+    )  # fmt: skip
+    # 60 s / (3 benchmarks x 2 methods x 5 runs) = 2 s a run, less its start-up
+    assert run_time_s(request, 3) == pytest.approx(2.0 - 0.5)
+    assert run_time_s(request, 1000) > 0  # never zero, however many benchmarks
+
+
+def test_stored_calibration_is_used_instead_of_calibrating(known: Path) -> None:
+    """build_experiment with a stored calibration: the count comes from it."""
+    stored_a = {
+        "evaluations": 7, "told": False, "target_ns": 1_000_000, "per_evaluation_ns": 1.5e5,
+        "resolution_ns": 30, "timer_overhead_ns": 30.0, "call_overhead_ns": 40.0,
+    }  # fmt: skip
+    request = MicroRequest.create(
+        target="knownver:x2_100us", asv=None, a_target=None, b_target=None,
+        a_python=None, b_python=None, a_paths=[str(known / "v_a")],
+        b_paths=[str(known / "v_b")], samples=4,
+    )  # fmt: skip
+    text = json.dumps(stored_a)
+    exp = build_experiment(request, stored={"x2_100us": {"A": text, "B": text}})
+    (bench,) = exp.benchmarks
+    assert bench.micro is not None and bench.micro.evaluations == 7
+    for _, side in bench.sides:
+        assert "--evaluations 7" in side.command and "--samples 4" in side.command
+
+
+# ------------------------------------------------------------------ harness: python in duet.yml
+
+
+def write_config(directory: Path, benchmarks: str) -> Path:
+    config = directory / "duet.yml"
+    config.write_text(
+        "experiment:\n  name: mixed\n  repetitions: {sduet: 2, aduet: 0, seqn: 0}\n"
+        "  default_artifacts: false\nbenchmarks:\n" + benchmarks
+    )
+    return config
+
+
+def test_python_benchmarks_and_commands_in_one_experiment(known: Path) -> None:
+    config = write_config(
+        known,
+        "  x2:\n    harness: python\n    target: knownver:x2_100us\n    iterations: 40\n"
+        "    A: {path: v_a}\n    B: {path: v_b}\n"
+        "  suite:\n    harness: micro\n    target: asv_suite/benchmarks\n"
+        "    benchmark: \"bench_known.TimeKnown.time_work('aa', '5us')\"\n"
+        "    time_budget: 0.2s\n    A: {path: [v_a]}\n    B: {path: [v_b]}\n"
+        "  shell:\n    command: 'true'\n    iterations: 3\n",
+    )
+    done = run_duet("run", str(config), "-o", str(known / "out"), cwd=known.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    root = known / "out" / "mixed"
+    out = run_duet("compare", str(root), "--format", "json")
+    rows = {r["benchmark"]: r for r in json.loads(out.stdout)["rows"]}
+    assert set(rows) == {"x2", "suite", "shell"}
+    assert 1 + rows["x2"]["change"] == pytest.approx(2.0, rel=0.1)
+    assert set(ResultsStore.open(root).micro_calibrations()) == {"x2", "suite"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            "  f:\n    harness: python\n    command: ./bench\n    target: m:f\n",
+            "`command` has no place",
+        ),
+        ("  f:\n    harness: python\n    A: {path: a}\n", "has no `target` for side A"),
+        ("  f:\n    command: ./bench\n    target: m:f\n", "`target` is for `harness: python`"),
+        ("  f:\n    command: ./bench\n    A: {python: p}\n", "`A.python` is for `harness: python`"),
+    ],
+)
+def test_python_benchmark_config_errors(tmp_path: Path, entry: str, message: str) -> None:
+    from duetbench.config import load_config
+    from duetbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        load_config(write_config(tmp_path, entry))
+
+
+def test_a_small_budget_still_gives_every_run_ten_samples(known: Path) -> None:
+    """The run time comes from the budget, but never below 10 samples of the slower side."""
+    stored_b = {
+        "evaluations": 1, "told": False, "target_ns": 1_000_000, "per_evaluation_ns": 4e7,
+        "resolution_ns": 30, "timer_overhead_ns": 30.0, "call_overhead_ns": 40.0,
+    }  # fmt: skip
+    stored_a = {**stored_b, "per_evaluation_ns": 2e7}
+    request = MicroRequest.create(
+        target="knownver:x2_5ms", asv=None, a_target=None, b_target=None,
+        a_python=None, b_python=None, a_paths=[str(known / "v_a")],
+        b_paths=[str(known / "v_b")], budget_s=1.0, runs=10,
+    )  # fmt: skip
+    stored = {"x2_5ms": {"A": json.dumps(stored_a), "B": json.dumps(stored_b)}}
+    (bench,) = build_experiment(request, stored=stored).benchmarks
+    # 1 s / 10 runs would be 0.05 s; B's 40 ms samples x 10 = 0.4 s
+    assert "--budget 0.4" in bench.side("A").command
+
+
+def test_duet_run_resume_takes_the_calibration_from_the_results_directory(
+    known: Path, tmp_path: Path
+) -> None:
+    """prepare_experiment (what `duet run` calls): --resume reads experiment.json's calibration."""
+    from duetbench.config import load_config
+    from duetbench.micro.experiment import prepare_experiment
+
+    config = write_config(
+        known,
+        "  x2:\n    harness: python\n    target: knownver:x2_100us\n    iterations: 5\n"
+        "    A: {path: v_a}\n    B: {path: v_b}\n",
+    )
+    exp = load_config(config)
+    stored = {
+        "evaluations": 777, "told": False, "target_ns": 1_000_000, "per_evaluation_ns": 8e4,
+        "resolution_ns": 30, "timer_overhead_ns": 30.0, "call_overhead_ns": 40.0,
+    }  # fmt: skip
+    (bench,) = exp.benchmarks
+    assert bench.micro is not None
+    text = json.dumps(stored)
+    calibrated = replace(bench, micro=replace(bench.micro, calibrations=(("A", text), ("B", text))))
+    ResultsStore.create(
+        tmp_path / "out" / "mixed", replace(exp, benchmarks=(calibrated,)).to_dict(), []
+    )
+    resumed = prepare_experiment(exp, tmp_path / "out", resume=True)
+    assert "--evaluations 777" in resumed.benchmarks[0].side("B").command
+    fresh = prepare_experiment(exp, tmp_path / "elsewhere", resume=True)  # nothing stored there
+    assert "--evaluations 777" not in fresh.benchmarks[0].side("B").command
