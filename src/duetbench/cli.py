@@ -23,7 +23,10 @@ from .errors import DuetError, ExitCode
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each subparser's ``func`` is its module's ``run``."""
     parser = argparse.ArgumentParser(
-        prog="duet", description="A/B performance comparison with duet benchmarking."
+        prog="duet",
+        description="A/B performance comparison with duet benchmarking.",
+        # room for the longest command name (dashboard) beside its help
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=28),
     )
     parser.add_argument("--version", action="version", version=f"duetbench {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
