@@ -56,6 +56,36 @@ def add_version_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_history_flags(p: argparse.ArgumentParser) -> None:
+    """`duet run ... --history REPO --versions A=..,B=..`: add the experiment afterwards."""
+    p.add_argument(
+        "--history",
+        metavar="REPO",
+        help="after the run, add the experiment to this results repository (a file or a "
+        "postgresql:// URL; needs --version/--versions/--git)",
+    )
+    add_version_flags(p)
+
+
+def history_versions(args: argparse.Namespace) -> dict[str, Version] | None:
+    """`duet run --history`: the versions to record, or None without --history."""
+    if not args.history:
+        if args.versions or args.version_list or args.git:
+            raise DuetError("--version, --versions and --git name versions for --history REPO")
+        return None
+    return versions_from_args(args)
+
+
+def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Version]) -> None:
+    """Add the finished experiment at ``root`` to the repository of `duet run --history`."""
+    from ..history import Repository
+    from ..report.history_tables import added_table
+
+    with Repository.open(args.history) as repo:
+        info = repo.add(root, versions)
+        _terminal([added_table(info, repo.location)])
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history",
@@ -136,7 +166,7 @@ def repo_location(args: argparse.Namespace) -> str:
 def versions_from_args(args: argparse.Namespace) -> dict[str, Version]:
     """The A and B versions from --version / --versions / --git (see add_version_flags)."""
     from ..history import parse_versions, version_from_git
-    from ..history.versions import SIDES
+    from ..history.versions import SIDES, complete_versions
 
     items = list(args.versions or [])
     if args.version_list:
@@ -147,11 +177,11 @@ def versions_from_args(args: argparse.Namespace) -> dict[str, Version]:
             "--versions A=v1.4.1,B=v1.4.2, or --git CHECKOUT (its HEAD)"
         )
     if args.git is None:
-        return parse_versions(items)
+        return complete_versions(parse_versions(items))
     if not items:
         v = version_from_git(args.git)
         return {s: v for s in SIDES}
-    labels = parse_versions(items)
+    labels = complete_versions(parse_versions(items))
     return {s: version_from_git(args.git, rev=v.label, label=v.label) for s, v in labels.items()}
 
 
