@@ -15,6 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.conftest import run_duet
 from tests.history_helpers import (
@@ -28,6 +29,7 @@ from tests.pg_server import fresh_database, postgres_server
 
 from duetbench.history import Repository
 from duetbench.history.repository import HOOK_DIR_ENV, HOOK_STEP_ENV
+from duetbench.report.history_tables import strict_json
 
 DEADLINE_S = 300  # only catches hangs
 STEPS = ("analysed", "table-written", "inserting", "before-commit")
@@ -54,8 +56,19 @@ def duet_ok(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return r
 
 
+def no_nan(name: str) -> None:
+    raise AssertionError(f"{name} in a JSON document (JSON has no NaN)")
+
+
 def history_json(*args: str, **kw) -> dict:
-    return json.loads(duet_ok("history", *args, "--format", "json", **kw).stdout)
+    text = duet_ok("history", *args, "--format", "json", **kw).stdout
+    return json.loads(text, parse_constant=no_nan)
+
+
+def test_json_documents_have_no_nan() -> None:
+    doc = {"se": float("nan"), "x": np.float64(1.5), "n": [np.int64(3), float("inf")], "s": "a"}
+    assert strict_json(doc) == {"se": None, "x": 1.5, "n": [3, None], "s": "a"}
+    assert type(strict_json(doc)["n"][0]) is int
 
 
 def test_add_list_show_and_the_three_formats_agree(tmp_path: Path, tiny_results: Path) -> None:

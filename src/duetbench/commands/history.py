@@ -191,17 +191,19 @@ def run(args: argparse.Namespace) -> int:
     location = repo_location(args)
     command = args.history_command
     if command == "add":  # bad flags are refused before a repository is created
-        args.sides = versions_from_args(args)
+        sides = versions_from_args(args)
         if not args.results.exists():
             raise DuetError(f"{args.results} does not exist: give results/NAME of `duet run`")
-    with Repository.open(location, create=command == "add") as repo:
+        with Repository.open(location) as repo:
+            return _add(repo, args, sides)
+    with Repository.open(location, create=False) as repo:
         return int(_COMMANDS[command](repo, args))
 
 
-def _add(repo: Repository, args: argparse.Namespace) -> int:
+def _add(repo: Repository, args: argparse.Namespace, sides: dict[str, Version]) -> int:
     from ..report.history_tables import added_table, experiment_json
 
-    info = repo.add(args.results, args.sides)
+    info = repo.add(args.results, sides)
     if args.format == "json":
         _json(experiment_json(info), None)
     else:
@@ -295,7 +297,6 @@ def _marks(repo: Repository, args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {
-    "add": _add,
     "list": _list,
     "show": _show,
     "changes": _changes,
@@ -309,10 +310,11 @@ _COMMANDS = {
 
 
 def _json(doc: dict[str, Any], output: Path | None) -> None:
+    from ..report.history_tables import strict_json
     from ..report.json_docs import dumps
     from ._output import write_output
 
-    write_output(dumps(doc), output)
+    write_output(dumps(strict_json(doc)), output)
 
 
 def _render(title: str, tables: list[Any], fmt: str, output: Path | None) -> None:

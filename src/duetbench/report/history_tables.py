@@ -7,6 +7,7 @@ renderings read the same rows, so the three formats agree.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -176,8 +177,6 @@ def series_tables(all_series: Sequence[Series]) -> list[Table]:
 
 
 def _rel(log_ratio: float) -> float:
-    import math
-
     return math.expm1(log_ratio)
 
 
@@ -330,6 +329,24 @@ def marks_table(marks: Sequence[Mark]) -> Table:
         ),
         empty="no marks",
     )
+
+
+def strict_json(doc: Any) -> Any:
+    """``doc`` with every NaN or infinity as None (JSON has no NaN: a level measured by
+    one experiment has no standard error), numpy scalars as Python numbers."""
+    if isinstance(doc, dict):
+        return {k: strict_json(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [strict_json(v) for v in doc]
+    if isinstance(doc, float) or type(doc).__module__ == "numpy":
+        try:
+            f = float(doc)
+        except (TypeError, ValueError):
+            return doc
+        if isinstance(doc, int) or (hasattr(doc, "dtype") and doc.dtype.kind in "iu"):
+            return int(doc)
+        return f if math.isfinite(f) else None
+    return doc
 
 
 def mark_json(m: Mark) -> dict[str, Any]:
