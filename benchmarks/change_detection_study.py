@@ -19,6 +19,14 @@ own numpy and scipy, so run it from a separate virtual environment:
 
     python3 benchmarks/change_detection_study.py              # 100 histories per cell
     python3 benchmarks/change_detection_study.py --quick      # 20, a minute
+
+``--sweep`` answers a narrower question: how precise must each direct comparison be
+for duetbench's detection to reach precision and recall >= 0.9 at 3 % steps on a
+noisy machine (absolute series 3 %)? It varies the comparisons' 95 % interval width
+(``paired_sd`` = width / (2 x 1.96)) and the between-experiment spread the intervals
+do not show (as a multiple of ``paired_sd``):
+
+    python3 benchmarks/change_detection_study.py --sweep      # 100 histories per cell
 """
 
 from __future__ import annotations
@@ -139,6 +147,50 @@ def score(
     return precision, recall, fp
 
 
+#: --sweep: 95 % interval widths of one direct comparison, and hidden spread / paired_sd
+SWEEP_WIDTHS = (0.01, 0.015, 0.02, 0.03, 0.04)
+SWEEP_HIDDEN = (0.0, 0.5, 1.0, 2.0)
+SWEEP_SIZES = (0.03, 0.05)
+
+
+def sweep(count: int, versions: int, st: DetectionSettings) -> None:
+    """Precision / recall of duetbench's detection against the comparisons' precision."""
+    detect = ours(st)
+    print(
+        f"# sweep: {count} histories x {versions} versions per cell, 3 steps each, "
+        "absolute series sd 3 %\n"
+    )
+    print(
+        "| 95 % CI width | hidden spread | "
+        + " | ".join(f"{s:.0%} P / R" for s in SWEEP_SIZES)
+        + " |"
+    )
+    print("|---|---|" + "---|" * len(SWEEP_SIZES))
+    for width in SWEEP_WIDTHS:
+        sd = width / (2 * 1.96)
+        for hidden in SWEEP_HIDDEN:
+            cells = []
+            for size in SWEEP_SIZES:
+                tp = fp = fn = 0
+                for k in range(count):
+                    rng = np.random.default_rng([k, round(size * 1000), round(width * 1e4)])
+                    h = History(
+                        versions=versions,
+                        steps=random_steps(rng, versions, 3, size),
+                        paired_sd=sd,
+                        paired_extra_sd=hidden * sd,
+                        absolute_sd=0.03,
+                    )
+                    found = detect(synthetic_series(h, k * 7919 + round(hidden * 10)))
+                    true = {a for a, _ in h.steps}
+                    tp += len(found & true)
+                    fp += len(found - true)
+                    fn += len(true - found)
+                p = tp / (tp + fp) if tp + fp else float("nan")
+                cells.append(f"{p:.2f} / {tp / (tp + fn):.2f}")
+            print(f"| {width:.1%} | {hidden:g} x sd | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -146,9 +198,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="20 histories per cell")
     ap.add_argument("--histories", type=int, default=100)
     ap.add_argument("--versions", type=int, default=60)
+    ap.add_argument("--sweep", action="store_true", help="precision / recall against CI width")
     args = ap.parse_args()
     count = 20 if args.quick else args.histories
     st = DetectionSettings()
+    if args.sweep:
+        sweep(count, args.versions, st)
+        return
     candidates: dict[str, Detector | None] = {
         "duetbench (paired + absolute)": ours(st),
         "duetbench, absolute series only": ours_absolute(st),

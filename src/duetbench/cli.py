@@ -20,10 +20,24 @@ from .commands import COMMANDS
 from .errors import DuetError, ExitCode
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, counting the indentation of the command names when it sizes
+    the name column, so a long name (``dashboard``) sits beside its help, not above it."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction) and action.choices:
+            longest = max(len(name) for name in action.choices)
+            indented = self._current_indent + 2 * self._indent_increment + longest
+            self._action_max_length = max(self._action_max_length, indented)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each subparser's ``func`` is its module's ``run``."""
     parser = argparse.ArgumentParser(
-        prog="duet", description="A/B performance comparison with duet benchmarking."
+        prog="duet",
+        description="A/B performance comparison with duet benchmarking.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"duetbench {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -14,7 +14,7 @@ class ExitCode(IntEnum):
     """The exit status of every `duet` command (README.md, "Exit status")."""
 
     OK = 0
-    REGRESSION = 1  # `duet compare --fail-on-regression`: a verdict is "slower"
+    REGRESSION = 1  # --fail-on-regression: a "slower" verdict (compare), a slower change (history)
     USAGE = 2  # bad flags, config, input files (a DuetError)
     INCONCLUSIVE = 3  # reserved: a gate or stopping rule that cannot decide yet
     RUNS_FAILED = 4  # `duet run` finished, but some runs failed, timed out or hung

@@ -10,4 +10,16 @@ heavy imports are inside. ``duetbench.cli`` builds the parser from :data:`COMMAN
 from __future__ import annotations
 
 #: The commands, in the order `duet --help` lists them (a module of this package each).
-COMMANDS = ("run", "micro", "plan", "process", "compare", "evaluate", "report", "hosts", "noise")
+COMMANDS = (
+    "run",
+    "micro",
+    "plan",
+    "process",
+    "compare",
+    "evaluate",
+    "report",
+    "hosts",
+    "noise",
+    "history",
+    "dashboard",
+)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+from .history import add_history_flags, add_to_history, history_versions
 from .plan import EXECUTORS
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-compare", action="store_true", help="do not print the verdict table at the end"
     )
+    add_history_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
     host_cpus = None if args.cluster else this_host_cpus()
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    versions = history_versions(args)  # checked before any run (and any calibration)
     exp = prepare_experiment(exp, args.output, resume=args.resume)  # harness: python
     observer = RichObserver(verbose=args.verbose)
     only = split_only(args.only)
@@ -73,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.INTERRUPTED
     if not args.no_compare:
         print_verdicts_after_run(summary.root)
+    if versions is not None:
+        add_to_history(args, summary.root, versions)
     bad = runs_not_ok(summary.root, exp, only)
     if bad:
         from ..report.progress import print_runs_not_ok

@@ -103,3 +103,18 @@ def report_markdown(ev: Evaluation, dataset: Dataset) -> str:
     command = md_code(f"duet report {shlex.quote(str(dataset.source))}")
     out += ["", f"<sub>duetbench {__version__}; full report: {command}</sub>"]
     return "\n".join(out) + "\n"
+
+
+def tables_markdown(title: str, tables: list[Table]) -> str:
+    """`duet history ... --format markdown`: a heading, then each table (or its ``empty``
+    text) under its own heading, with its caption and notes."""
+    out = [f"## {md_heading(title)}"]
+    for t in tables:
+        out += ["", f"### {md_heading(t.heading)}", ""]
+        if not t.rows and t.empty is not None:
+            out.append(f"_{md_text(t.empty)}_")
+            continue
+        if t.caption:
+            out += [md_text(t.caption), ""]
+        out += [*table_lines(t), *notes_lines(t.notes)]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,339 @@
+"""`duet history add | list | show | changes | mark | unmark | marks`: the results
+repository across versions (docs/history.md).
+
+``--repo`` takes a file path (SQLite) or a ``postgresql://`` URL; without it the
+``DUET_HISTORY`` environment variable names the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DuetError, ExitCode
+
+if TYPE_CHECKING:
+    from ..history import Repository, Version
+
+#: the environment variable that names the repository when --repo is not given
+REPO_ENV = "DUET_HISTORY"
+FORMATS = ("table", "json", "markdown")
+
+
+def add_repo_flag(p: argparse.ArgumentParser, flag: str = "--repo") -> None:
+    p.add_argument(
+        flag,
+        dest="repo",
+        metavar="REPO",
+        help=f"the results repository: a file (SQLite) or a postgresql:// URL "
+        f"(default: ${REPO_ENV})",
+    )
+
+
+def add_version_flags(p: argparse.ArgumentParser) -> None:
+    """--version / --versions / --git: which versions the experiment compared."""
+    p.add_argument(
+        "--version",
+        dest="versions",
+        action="append",
+        metavar="LABEL",
+        help="the version of both sides (v1.4.2), or of one side: A=v1.4.1, B=v1.4.2 (repeatable)",
+    )
+    p.add_argument(
+        "--versions",
+        dest="version_list",
+        metavar="A=..,B=..",
+        help="both sides at once: A=v1.4.1,B=v1.4.2",
+    )
+    p.add_argument(
+        "--git",
+        metavar="CHECKOUT",
+        type=Path,
+        help="read commits and dates from this git checkout: the labels are git revisions "
+        "there (default: HEAD, labelled by `git describe --tags --always`)",
+    )
+
+
+def add_history_flags(p: argparse.ArgumentParser) -> None:
+    """`duet run ... --history REPO --versions A=..,B=..`: add the experiment afterwards."""
+    p.add_argument(
+        "--history",
+        metavar="REPO",
+        help="after the run, add the experiment to this results repository (a file or a "
+        "postgresql:// URL; needs --version/--versions/--git)",
+    )
+    add_version_flags(p)
+
+
+def history_versions(args: argparse.Namespace) -> dict[str, Version] | None:
+    """`duet run --history`: the versions to record, or None without --history."""
+    if not args.history:
+        if args.versions or args.version_list or args.git:
+            raise DuetError("--version, --versions and --git name versions for --history REPO")
+        return None
+    return versions_from_args(args)
+
+
+def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Version]) -> None:
+    """Add the finished experiment at ``root`` to the repository of `duet run --history`."""
+    from ..history import Repository
+    from ..report.history_tables import added_table
+
+    with Repository.open(args.history) as repo:
+        info = repo.add(root, versions)
+        _terminal([added_table(info, repo.location)])
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "history",
+        help="the results repository across versions: add, list, show, changes, mark",
+        description="Keep experiments of many versions in one repository, show each "
+        "benchmark's series and find the versions that changed it (docs/history.md).",
+    )
+    hs = p.add_subparsers(dest="history_command", metavar="SUBCOMMAND")
+    hs.required = True
+
+    a = hs.add_parser("add", help="add a results directory (or iterations table) as one experiment")
+    a.add_argument("results", type=Path, help="results/NAME of `duet run`, or an iterations table")
+    add_repo_flag(a)
+    add_version_flags(a)
+    a.add_argument("--format", choices=("table", "json"), default="table")
+
+    ls = hs.add_parser("list", help="the versions, experiments, hosts and benchmarks it holds")
+    add_repo_flag(ls)
+    ls.add_argument("--format", choices=FORMATS, default="table")
+
+    sh = hs.add_parser("show", help="a benchmark's series: paired steps and absolute levels")
+    add_repo_flag(sh)
+    _filter_flags(sh)
+    sh.add_argument("--format", choices=FORMATS, default="table")
+
+    ch = hs.add_parser("changes", help="the versions that made a benchmark slower or faster")
+    add_repo_flag(ch)
+    _filter_flags(ch, benchmark_required=False)
+    ch.add_argument("--since", metavar="VERSION", help="only changes from this version on")
+    ch.add_argument("--format", choices=FORMATS, default="table")
+    ch.add_argument("-o", "--output", type=Path, help="write JSON/Markdown here, not to stdout")
+    ch.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help=f"exit {int(ExitCode.REGRESSION)} when a change makes something slower",
+    )
+
+    m = hs.add_parser("mark", help="mark a version of a benchmark as a change, or exclude it")
+    add_repo_flag(m)
+    m.add_argument("--benchmark", required=True)
+    m.add_argument("--version", required=True, metavar="LABEL")
+    kind = m.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--change", dest="kind", action="store_const", const="change")
+    kind.add_argument("--exclude", dest="kind", action="store_const", const="exclude")
+    m.add_argument("--note", required=True, help="why (shown with the mark)")
+    m.add_argument("--suite", help="only this suite (default: all)")
+    m.add_argument("--method", help="only this method (default: all)")
+    m.add_argument("--host", help="only this host fingerprint (default: all)")
+
+    um = hs.add_parser("unmark", help="remove a mark (its # from `duet history marks`)")
+    add_repo_flag(um)
+    um.add_argument("mark", type=int, metavar="ID")
+
+    mk = hs.add_parser("marks", help="list the marks")
+    add_repo_flag(mk)
+    mk.add_argument("--benchmark")
+    mk.add_argument("--format", choices=FORMATS, default="table")
+
+
+def _filter_flags(p: argparse.ArgumentParser, *, benchmark_required: bool = True) -> None:
+    p.add_argument("--benchmark", required=benchmark_required)
+    p.add_argument("--suite")
+    p.add_argument("--method", help="seqn, aduet or sduet")
+    p.add_argument("--host", help="a host fingerprint or its first characters")
+
+
+def repo_location(args: argparse.Namespace) -> str:
+    """--repo, else $DUET_HISTORY (a file path as typed, or a URL)."""
+    loc = args.repo or os.environ.get(REPO_ENV)
+    if not loc:
+        raise DuetError(
+            f"name the results repository with --repo FILE (or a postgresql:// URL), "
+            f"or set {REPO_ENV}"
+        )
+    return str(loc)
+
+
+def versions_from_args(args: argparse.Namespace) -> dict[str, Version]:
+    """The A and B versions from --version / --versions / --git (see add_version_flags)."""
+    from ..history import parse_versions, version_from_git
+    from ..history.versions import SIDES, complete_versions
+
+    items = list(args.versions or [])
+    if args.version_list:
+        items += [x for x in args.version_list.split(",") if x.strip()]
+    if not items and args.git is None:
+        raise DuetError(
+            "say which versions the experiment compared: --version v1.4.2 (both sides), "
+            "--versions A=v1.4.1,B=v1.4.2, or --git CHECKOUT (its HEAD)"
+        )
+    if args.git is None:
+        return complete_versions(parse_versions(items))
+    if not items:
+        v = version_from_git(args.git)
+        return {s: v for s in SIDES}
+    labels = complete_versions(parse_versions(items))
+    return {s: version_from_git(args.git, rev=v.label, label=v.label) for s, v in labels.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..history import Repository
+
+    location = repo_location(args)
+    command = args.history_command
+    if command == "add":  # bad flags are refused before a repository is created
+        sides = versions_from_args(args)
+        if not args.results.exists():
+            raise DuetError(f"{args.results} does not exist: give results/NAME of `duet run`")
+        with Repository.open(location) as repo:
+            return _add(repo, args, sides)
+    with Repository.open(location, create=False) as repo:
+        return int(_COMMANDS[command](repo, args))
+
+
+def _add(repo: Repository, args: argparse.Namespace, sides: dict[str, Version]) -> int:
+    from ..report.history_tables import added_table, experiment_json
+
+    info = repo.add(args.results, sides)
+    if args.format == "json":
+        _json(experiment_json(info), None)
+    else:
+        _terminal([added_table(info, repo.location)])
+    return ExitCode.OK
+
+
+def _list(repo: Repository, args: argparse.Namespace) -> int:
+    from ..report.history_tables import summary_json, summary_tables
+
+    summary = repo.summary()
+    if args.format == "json":
+        _json(summary_json(summary, repo.location), None)
+    else:
+        _render(f"results repository {repo.location}", summary_tables(summary), args.format, None)
+    return ExitCode.OK
+
+
+def _show(repo: Repository, args: argparse.Namespace) -> int:
+    from ..history import HistoryError, series
+    from ..report.history_tables import series_tables
+
+    found = series(
+        repo, benchmark=args.benchmark, suite=args.suite, host=args.host, method=args.method
+    )
+    if not found:
+        raise HistoryError(
+            f"no series of benchmark '{args.benchmark}' (with these filters) in {repo.location}; "
+            "`duet history list` shows the benchmarks it has"
+        )
+    if args.format == "json":
+        _json({"repository": repo.location, "series": [s.to_json() for s in found]}, None)
+    else:
+        _render(f"history of {args.benchmark}", series_tables(found), args.format, None)
+    return ExitCode.OK
+
+
+def _changes(repo: Repository, args: argparse.Namespace) -> int:
+    from ..history import detect_changes
+    from ..report.history_tables import changes_tables
+
+    report = detect_changes(
+        repo,
+        benchmark=args.benchmark,
+        suite=args.suite,
+        host=args.host,
+        method=args.method,
+        since=args.since,
+    )
+    if args.format == "json":
+        _json({"repository": repo.location, **report.to_json()}, args.output)
+    else:
+        title = f"changes in {repo.location}" + (f" since {args.since}" if args.since else "")
+        _render(title, changes_tables(report), args.format, args.output)
+    if args.fail_on_regression and report.regressions:
+        return ExitCode.REGRESSION
+    return ExitCode.OK
+
+
+def _mark(repo: Repository, args: argparse.Namespace) -> int:
+    from ..report.history_tables import marks_table
+
+    m = repo.mark(
+        args.benchmark,
+        args.version,
+        args.kind,
+        args.note,
+        suite=args.suite,
+        method=args.method,
+        host=args.host,
+    )
+    _terminal([marks_table([m])])
+    return ExitCode.OK
+
+
+def _unmark(repo: Repository, args: argparse.Namespace) -> int:
+    repo.unmark(args.mark)
+    _terminal([], f"removed mark #{args.mark}")
+    return ExitCode.OK
+
+
+def _marks(repo: Repository, args: argparse.Namespace) -> int:
+    from ..report.history_tables import mark_json, marks_table
+
+    marks = repo.marks(args.benchmark)
+    if args.format == "json":
+        _json({"repository": repo.location, "marks": [mark_json(m) for m in marks]}, None)
+    else:
+        _render(f"marks in {repo.location}", [marks_table(marks)], args.format, None)
+    return ExitCode.OK
+
+
+_COMMANDS = {
+    "list": _list,
+    "show": _show,
+    "changes": _changes,
+    "mark": _mark,
+    "unmark": _unmark,
+    "marks": _marks,
+}
+
+
+# ---------------------------------------------------------------------- rendering
+
+
+def _json(doc: dict[str, Any], output: Path | None) -> None:
+    from ..report.history_tables import strict_json
+    from ..report.json_docs import dumps
+    from ._output import write_output
+
+    write_output(dumps(strict_json(doc)), output)
+
+
+def _render(title: str, tables: list[Any], fmt: str, output: Path | None) -> None:
+    if fmt == "markdown":
+        from ..report.markdown import tables_markdown
+        from ._output import write_output
+
+        write_output(tables_markdown(title, tables), output)
+    else:
+        _terminal(tables, title)
+
+
+def _terminal(tables: list[Any], title: str | None = None) -> None:
+    from ..report.formatting import rich_text
+    from ..report.terminal import make_console, print_notes, print_table
+
+    console = make_console()
+    if title:
+        console.print(f"[bold]{rich_text(title)}[/]")
+    for t in tables:
+        print_table(console, t)
+        print_notes(console, t.notes)
