@@ -172,6 +172,7 @@ RUN_KEYS = (
     "spec",
     "sides",
     "all_cores_busy",
+    "placement",
     "start_ns",
     "sync",
     "end_ns",
@@ -200,6 +201,7 @@ class RunRecord:
     spec: Mapping[str, Any] = field(default_factory=dict)  # plan.RunSpec.to_dict()
     sides: Mapping[str, SideRecord] = field(default_factory=dict)  # in launch order
     all_cores_busy: bool = False
+    placement: str = ""  # "pinned" | "shared" (execute/placement.py); "" in older records
     start_ns: int | None = None
     sync: Mapping[str, Any] | None = None  # sduet: {"go_count": n}
     end_ns: int | None = None
@@ -227,8 +229,10 @@ class RunRecord:
             "spec": dict(self.spec),
             "sides": {name: s.to_json() for name, s in self.sides.items()},
             "all_cores_busy": self.all_cores_busy,
-            "start_ns": self.start_ns,
         }
+        if self.placement:
+            out["placement"] = self.placement
+        out["start_ns"] = self.start_ns
         if self.sync is not None:
             out["sync"] = dict(self.sync)
         out["end_ns"] = self.end_ns
@@ -266,6 +270,7 @@ class RunRecord:
                 spec=_take(d, "spec", dict, {}),
                 sides={str(n): SideRecord.from_json(str(n), s) for n, s in sides.items()},
                 all_cores_busy=_take(d, "all_cores_busy", bool, False),
+                placement=_take(d, "placement", str, ""),
                 start_ns=_take(d, "start_ns", int, None),
                 sync=_optional_mapping(d, "sync"),
                 end_ns=_take(d, "end_ns", int, None),

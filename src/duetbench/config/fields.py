@@ -23,7 +23,8 @@ def hang_value(*choices: float | None) -> float | None:
 
 
 def cpus_value(v: Any) -> str | tuple[int, ...]:
-    """A validated `cpus:` value: ``auto``/``none`` as they are, a CPU list as a tuple."""
+    """A validated `cpus:` value: ``auto``/``pinned``/``shared``/``none`` (the older name of
+    ``shared``) as they are, a CPU list as a tuple (docs/config.md, `cpus`)."""
     return v if isinstance(v, str) else tuple(v)
 
 

@@ -52,7 +52,9 @@ class Benchmark:
     time_budget: float | None = None  # built-in harness: seconds per run (instead of iterations)
     warmup: int | str = 0  # iterations dropped by the analysis (int or "half")
     busy_shorter_side: bool = False  # keep the side that finishes first iterating (filler)
-    cpus: str | tuple[int, ...] = "auto"  # "auto" | "none" | CPUs to draw from
+    cpus: str | tuple[int, ...] = (
+        "auto"  # "auto" | "pinned" | "shared" | "none" | CPUs to draw from
+    )
 
     def side(self, pair: str) -> Side:
         return dict(self.sides)[pair]
