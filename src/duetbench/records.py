@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,23 @@ def _optional_mapping(d: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     return value
 
 
+#: run.json `message` of a sduet run whose sides never reached the handshake
+UNSYNCHRONISED = (
+    "unsynchronised: no side ever reached the sduet handshake (sync go_count 0), so this "
+    "run ran as an unsynchronized duet; give the benchmark a `sync_command` that waits at "
+    "the handshake (docs/sync.md)"
+)
+
+
+def unsynchronised(sync: Mapping[str, Any], sides: Iterable[SideRecord]) -> bool:
+    """Whether a sduet run's sides did their work without a single handshake (``sync``:
+    run.json's ``sync``; built-in harness: iterations run, external: result files)."""
+    if sync.get("unsynchronised"):
+        return True
+    worked = any((s.iterations or 0) > 0 or s.result_files for s in sides)
+    return sync.get("go_count") == 0 and worked
+
+
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
     "run_id",
@@ -282,6 +299,11 @@ class RunRecord:
             raise ResultsDirError(
                 f"{where} has values of the wrong type (key {exc.args[0]!r})"
             ) from None
+
+    @property
+    def unsynchronised(self) -> bool:
+        """A sduet run that never reached the handshake (run.json ``sync``)."""
+        return self.sync is not None and unsynchronised(self.sync, self.sides.values())
 
     @property
     def finished(self) -> bool:

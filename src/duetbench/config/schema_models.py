@@ -251,6 +251,7 @@ class NativeBenchmark(NativeSide):
     time_budget: Duration | None = None
     warmup: Warmup | None = None
     busy_shorter_side: bool | None = None
+    self_sync: bool | None = None  # the command waits at the sduet handshake by itself
     cpus: Cpus | None = None
     A: NativeSide | None = None
     B: NativeSide | None = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
-from ..records import RunRecord, SideRecord
+from ..records import UNSYNCHRONISED, RunRecord, SideRecord, unsynchronised
 from ..schema import Method, RunStatus, SideStatus
 from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
@@ -241,6 +241,9 @@ class LocalExecutor:
                 self.after_run(spec, run_dir)
         if status == RunStatus.OK and problems:
             status, message = RunStatus.FAILED, "; ".join(problems)
+        if status == RunStatus.OK and sync is not None and unsynchronised(sync, sides.values()):
+            sync["unsynchronised"] = True
+            message = UNSYNCHRONISED
         record = RunRecord(
             **spec.record_fields(),
             host=self.host,
