@@ -110,9 +110,11 @@ def _benchmark(
         name,
         harness,
         bool(m.busy_shorter_side),
-        where + ("busy_shorter_side",),
-        ("defaults", "busy_shorter_side"),
-        where,
+        *(
+            (where + ("busy_shorter_side",), where)
+            if "busy_shorter_side" in own
+            else (("defaults", "busy_shorter_side"), where)
+        ),
     )
     if reps.get("sduet") and harness != "command" and harness not in SELF_SYNCING_HARNESSES:
         lacking = [p for p, s in (("A", a), ("B", b)) if not s.sync_command]
