@@ -20,7 +20,7 @@ session, so the same autogroup under sched_autogroup); ``intruder-own`` (the bus
 in its own session: its own autogroup, which the scheduler weighs like the whole duet).
 
     python benchmarks/placement_study.py --quick           # a few minutes: checks it works
-    python benchmarks/placement_study.py --csv study.csv   # the full study (~70 min, 2 CPUs)
+    python benchmarks/placement_study.py --csv study.csv   # the full study (~65-90 min, 2 CPUs)
     python benchmarks/placement_study.py --from-csv study.csv --markdown   # the doc's table
 
 Run the full study on a quiet machine (nothing else running); it prints its expected
@@ -284,6 +284,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              f"(at the 2-vCPU VM's speed; {os.cpu_count()} CPUs here)")  # fmt: skip
         rows: list[dict[str, Any]] = []
         t0 = time.monotonic()
+        done = 0
+        cells = args.tries * len(args.conditions) * len(args.placements)
+        cells *= len(args.harnesses) * len(args.lengths)
         for t in range(args.tries):
             for cond in args.conditions:
                 for pl in args.placements:
@@ -296,6 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             rows += [{"try": t, **r} for r in cell]
                             if args.csv:  # after every cell: a stop loses nothing
                                 pd.DataFrame(rows, columns=FIELDS).to_csv(args.csv, index=False)
+                            done += 1
+                            left = (time.monotonic() - t0) / done * (cells - done)
+                            _log(f"{done}/{cells} cells; ~{left / 60:.0f} min left")
         _log(f"took {(time.monotonic() - t0) / 60:.1f} min")
         df = pd.DataFrame(rows, columns=FIELDS)
     summary = summarize(df)
