@@ -208,11 +208,11 @@ def test_a_paired_estimate_against_a_significant_unpaired_test(
 def test_every_warning_has_its_sentence_and_json_code():
     df = aduet_table(2.0)
     rows = compare(df, CompareOptions.create()).assign(unpaired_disagrees=True)
-    flags = {("b", "aduet"): RunFlags(all_cores_busy=4, unsynchronised=0)}
+    flags = {("b", "aduet"): RunFlags(all_cores_busy=4, placements=("shared",))}
     ds = Dataset(df, "t.csv", run_flags=flags)
     doc = compare_doc(rows, ds, CompareOptions.create())
     assert doc["rows"][0]["warnings"] == ["unpaired_disagrees", "all_cores_busy"]
     assert len(doc["notes"]) == 2
     assert "points the other way" in doc["notes"][0]
-    assert "4 run(s) used every core" in doc["notes"][1]
+    assert "4 run(s) used every core of their host (placement shared)" in doc["notes"][1]
     assert verdict_notes(rows, ds, 0.4) == doc["notes"]

@@ -106,9 +106,10 @@ def row_warnings(
         out.append(
             (
                 "all_cores_busy",
-                f"{name}: {flags.all_cores_busy} run(s) used every core of their host, so the "
-                "OS and any other task ran beside the benchmark; on a busy machine prefer a "
-                "host with a CPU to spare (docs/config.md, `cpus`)",
+                f"{name}: {flags.all_cores_busy} run(s) used every core of their host"
+                + (f" (placement {'/'.join(flags.placements)})" if flags.placements else "")
+                + ", so the OS and any other task ran beside the benchmark; on a busy machine "
+                "prefer a host with a CPU to spare (docs/config.md, `cpus`)",
             )
         )
     if flags is not None and flags.unsynchronised:
