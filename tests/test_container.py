@@ -253,7 +253,12 @@ def test_sduet_c_and_shell_harnesses_across_containers(tmp_path: Path, image: st
                 "B": {"command": "sh /h/harness.sh /tmp/out.csv 12 20000"},
             }
         },
-        {"harness": "generic", "mounts": [f"{bin_dir}:/h:ro"], "results": ["/tmp/out.csv"]},
+        {
+            "harness": "generic",
+            "self_sync": True,  # both harnesses wait at the handshake themselves
+            "mounts": [f"{bin_dir}:/h:ro"],
+            "results": ["/tmp/out.csv"],
+        },
         repetitions={"sduet": 1},
         timeout="120s",
     )
