@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -102,3 +103,20 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.environ.pop("CONTAINERS_CONF", None)
     else:
         os.environ["CONTAINERS_CONF"] = saved
+
+
+WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "examples" / "workloads"
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/workloads' known-answer program, built with its setup.sh (make + gcc -O2) in a
+    fresh directory once per test module."""
+    require_tool("gcc", f"apt-get install gcc libc6-dev ({SETUP_HINT})")
+    build = tmp_path_factory.mktemp("workloads")
+    for name in ("workload.c", "Makefile", "setup.sh"):
+        shutil.copy(WORKLOADS_DIR / name, build / name)
+    subprocess.run(["sh", str(build / "setup.sh")], check=True, capture_output=True)
+    exe = build / "workload"
+    assert exe.is_file()
+    return exe

@@ -255,7 +255,12 @@ def test_dacapo_callback_writes_parser_csv_and_synchronizes(tmp_path: Path) -> N
                     "timeout": "120s",
                 },
                 "benchmarks": {
-                    "fake": {"harness": "dacapo", "command": command, "results": ["results.csv"]}
+                    "fake": {
+                        "harness": "dacapo",
+                        "command": command,
+                        "results": ["results.csv"],
+                        "self_sync": True,
+                    }
                 },
             }
         )

@@ -62,13 +62,22 @@ def test_run_ids_are_unique_and_say_benchmark_method_repetition_and_side():
     assert [r.index for r in plan] == list(range(len(plan)))
 
 
-def test_seqn_runs_hold_one_side_each_on_the_first_cpu_slot():
-    for r in plan_of():
-        if r.method != "seqn":
-            continue
+def test_seqn_runs_hold_one_side_each_on_a_drawn_balanced_cpu_slot():
+    """A seqn run's one side is placed like a duet side (a drawn slot), not always on slot 0."""
+    runs = [r for r in plan_of() if r.method == "seqn"]
+    for r in runs:
         (side,) = r.sides
         assert r.run_id.endswith(f".{side.name}")
-        assert side.cpu_slot == (None if r.benchmark == "beta" else 0)
+        if r.benchmark == "beta":  # cpus: none
+            assert side.cpu_slot is None
+    for bench in ("alpha", "gamma"):
+        for name in ("A", "B"):
+            slots = Counter(
+                r.sides[0].cpu_slot
+                for r in runs
+                if r.benchmark == bench and r.sides[0].name == name
+            )
+            assert set(slots) <= {0, 1} and abs(slots[0] - slots[1]) <= 1, (bench, name, slots)
     seqn = [r.run_id for r in plan_of(schedule="sequential") if r.method == "seqn"]
     assert seqn[:2] == ["alpha.seqn.000.A", "alpha.seqn.000.B"]
 

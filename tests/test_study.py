@@ -268,8 +268,9 @@ def test_2x_work_measures_2_with_every_method(tmp_path: Path) -> None:
     """
     from duetbench.analysis import compare
     from duetbench.config import loads_config
+    from duetbench.dataset import Dataset
     from duetbench.process import process
-    from duetbench.report.tables import lost_run_notes
+    from duetbench.report.notes import verdict_notes
     from duetbench.schedule.inline import run_experiment
 
     harness = tmp_path / "known.py"
@@ -288,6 +289,7 @@ experiment:
 benchmarks:
   x2:
     harness: generic
+    self_sync: true
     results: [out.csv]
     A: {side(8, 0.25)}
     B: {side(4, 0.5)}
@@ -303,7 +305,7 @@ benchmarks:
     # an aduet run whose sides never overlapped by more than m (one started very late)
     # is left out, and the note says so: every run is used or reported
     lost = {"aduet": 0}
-    for note in lost_run_notes(res, table, 0.4):
+    for note in verdict_notes(res, Dataset(table, str(summary.root)), 0.4):
         m = re.match(r"x2 aduet: (\d+) of 3 runs had no iteration pair", note)
         assert m, note
         lost["aduet"] = int(m[1])

@@ -22,19 +22,6 @@ SRC_DIR = Path(__file__).resolve().parents[1] / "examples" / "workloads"
 OPS = {"int": 15_000_000, "float": 11_000_000, "linear": 12_000_000, "random": 200_000}
 
 
-@pytest.fixture(scope="module")
-def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the workload with setup.sh (make + gcc -O2) in a fresh directory."""
-    require_tool("gcc", f"apt-get install gcc libc6-dev ({SETUP_HINT})")
-    build = tmp_path_factory.mktemp("workloads")
-    for name in ("workload.c", "Makefile", "setup.sh"):
-        shutil.copy(SRC_DIR / name, build / name)
-    subprocess.run(["sh", str(build / "setup.sh")], check=True, capture_output=True)
-    exe = build / "workload"
-    assert exe.is_file()
-    return exe
-
-
 def run_csv(exe: Path, kind: str, ops: int, iterations: int, out: Path) -> list[dict[str, int]]:
     subprocess.run(
         [str(exe), kind, str(ops), str(iterations), "-o", str(out)], check=True, capture_output=True

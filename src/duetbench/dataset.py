@@ -21,6 +21,39 @@ if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must sta
     import pandas as pd
 
 
+@dataclass(frozen=True)
+class RunFlags:
+    """Usable runs of one benchmark and method that the verdict's notes must mention:
+    duets that held every core (run.json ``all_cores_busy``), sduet runs whose sides never
+    reached the handshake (``sync``, docs/sync.md), and how the runs were placed."""
+
+    all_cores_busy: int = 0
+    unsynchronised: int = 0
+    placements: tuple[str, ...] = ()  # run.json `placement` values seen, sorted
+
+
+def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
+    """:class:`RunFlags` of every (benchmark, method) with a flagged or placed usable run."""
+    from .schema import USABLE_STATUSES
+
+    busy: dict[tuple[str, str], int] = {}
+    unsync: dict[tuple[str, str], int] = {}
+    placed: dict[tuple[str, str], set[str]] = {}
+    for _rid, run in store.runs():
+        if run is None or run.status not in USABLE_STATUSES:
+            continue
+        key = (run.benchmark, run.method)
+        busy[key] = busy.get(key, 0) + int(run.all_cores_busy)
+        unsync[key] = unsync.get(key, 0) + int(run.unsynchronised)
+        if run.placement:
+            placed.setdefault(key, set()).add(run.placement)
+    return {
+        k: RunFlags(busy[k], unsync[k], tuple(sorted(placed.get(k, ()))))
+        for k in busy
+        if busy[k] or unsync[k] or placed.get(k)
+    }
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """An iterations table and where it came from.
@@ -30,7 +63,9 @@ class Dataset:
     (0 for a table), the default bootstrap seed; ``problems``: result files that could
     not be read, one line each; ``excluded``: runs and iterations left out by status or
     reason (``{"runs": {status: n}, "iterations": {why: n}, "timed_out_runs_used": n}``);
-    ``hosts``: the host records of a results directory (``hosts/<host>.json``).
+    ``hosts``: the host records of a results directory (``hosts/<host>.json``);
+    ``run_flags``: per (benchmark, method), the usable runs whose run.json says the
+    verdict may not carry (:class:`RunFlags`; empty for a table).
 
     The table of a results directory has a boolean ``aa`` column: the runs of
     benchmarks without a B side in duet.yml (A/A experiments), from the plan.
@@ -43,6 +78,7 @@ class Dataset:
     problems: tuple[str, ...] = ()
     excluded: Mapping[str, Any] = field(default_factory=dict)
     hosts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    run_flags: Mapping[tuple[str, str], RunFlags] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -72,6 +108,7 @@ def open_dataset(path: str | Path) -> Dataset:
             tuple(rep.problems),
             excluded,
             store.hosts(),
+            run_flags(store),
         )
     df = load(path)
     exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None

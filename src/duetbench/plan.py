@@ -3,7 +3,10 @@
 Draws (per benchmark x method, from a generator keyed by the experiment seed,
 the benchmark name and the method, so ``--only`` does not change them):
 - the AB/BA launch order of every duet run, balanced (as many AB as BA, +-1);
-- which CPU slot side A gets, balanced the same way (docs/statistics.md, "Executing runs").
+- which CPU slot side A gets, balanced the same way (docs/statistics.md, "Executing runs"); a seqn run's one
+  side gets a slot drawn and balanced the same way, so its placement is comparable.
+  `cpus: shared` (or `none`) plans no slots; `auto` plans them and the executor ignores
+  them where it resolves to shared (execute/placement.py).
 The RMIT schedule shuffles the whole plan with the experiment seed.
 """
 
@@ -162,22 +165,24 @@ def _side(bench: Benchmark, name: str, method: str, slot: int | None) -> SideSpe
 
 def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
-    pinned = bench.cpus != "none"
+    pinned = bench.cpus not in ("none", "shared")
     for method in METHODS:
         n = bench.reps(method)
         if n == 0:
             continue
         rng = np.random.default_rng([exp.seed, seed_key(bench.name, method)])
         if method == Method.SEQN:
+            seqn_slots = {name: _balanced(rng, n, (0, 1)) for name in SIDES}
             for rep in range(n):
                 for name in SIDES:
+                    slot = seqn_slots[name][rep] if pinned else None
                     runs.append(
                         dict(
                             run_id=f"{bench.name}.seqn.{rep:03d}.{name}",
                             method=method,
                             rep=rep,
                             order=None,
-                            sides=(_side(bench, name, method, 0 if pinned else None),),
+                            sides=(_side(bench, name, method, slot),),
                         )
                     )
             continue

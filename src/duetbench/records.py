@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,23 @@ def _optional_mapping(d: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     return value
 
 
+#: run.json `message` of a sduet run whose sides never reached the handshake
+UNSYNCHRONISED = (
+    "unsynchronised: no side ever reached the sduet handshake (sync go_count 0), so this "
+    "run ran as an unsynchronized duet; give the benchmark a `sync_command` that waits at "
+    "the handshake (docs/sync.md)"
+)
+
+
+def unsynchronised(sync: Mapping[str, Any], sides: Iterable[SideRecord]) -> bool:
+    """Whether a sduet run's sides did their work without a single handshake (``sync``:
+    run.json's ``sync``; built-in harness: iterations run, external: result files)."""
+    if sync.get("unsynchronised"):
+        return True
+    worked = any((s.iterations or 0) > 0 or s.result_files for s in sides)
+    return sync.get("go_count") == 0 and worked
+
+
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
     "run_id",
@@ -172,6 +189,7 @@ RUN_KEYS = (
     "spec",
     "sides",
     "all_cores_busy",
+    "placement",
     "start_ns",
     "sync",
     "end_ns",
@@ -200,6 +218,7 @@ class RunRecord:
     spec: Mapping[str, Any] = field(default_factory=dict)  # plan.RunSpec.to_dict()
     sides: Mapping[str, SideRecord] = field(default_factory=dict)  # in launch order
     all_cores_busy: bool = False
+    placement: str = ""  # "pinned" | "shared" (execute/placement.py); "" in older records
     start_ns: int | None = None
     sync: Mapping[str, Any] | None = None  # sduet: {"go_count": n}
     end_ns: int | None = None
@@ -227,8 +246,10 @@ class RunRecord:
             "spec": dict(self.spec),
             "sides": {name: s.to_json() for name, s in self.sides.items()},
             "all_cores_busy": self.all_cores_busy,
-            "start_ns": self.start_ns,
         }
+        if self.placement:
+            out["placement"] = self.placement
+        out["start_ns"] = self.start_ns
         if self.sync is not None:
             out["sync"] = dict(self.sync)
         out["end_ns"] = self.end_ns
@@ -266,6 +287,7 @@ class RunRecord:
                 spec=_take(d, "spec", dict, {}),
                 sides={str(n): SideRecord.from_json(str(n), s) for n, s in sides.items()},
                 all_cores_busy=_take(d, "all_cores_busy", bool, False),
+                placement=_take(d, "placement", str, ""),
                 start_ns=_take(d, "start_ns", int, None),
                 sync=_optional_mapping(d, "sync"),
                 end_ns=_take(d, "end_ns", int, None),
@@ -277,6 +299,11 @@ class RunRecord:
             raise ResultsDirError(
                 f"{where} has values of the wrong type (key {exc.args[0]!r})"
             ) from None
+
+    @property
+    def unsynchronised(self) -> bool:
+        """A sduet run that never reached the handshake (run.json ``sync``)."""
+        return self.sync is not None and unsynchronised(self.sync, self.sides.values())
 
     @property
     def finished(self) -> bool:

@@ -179,18 +179,54 @@ def compare_iterations(
     gcode_u, gkeys = group_codes(itf.units, opts.by)
     ng = len(gkeys)
 
-    def paired() -> dict[str, Changes]:
+    def paired() -> tuple[dict[str, Changes], np.ndarray]:
         pairs = pair_rows(itf, opts.min_overlap, opts.overlap_rate)
         kinds = {o.value_test: o for o in each}
-        return {k: changes(itf, pairs, gcode_u, gkeys, o) for k, o in kinds.items()}
+        chs = {k: changes(itf, pairs, gcode_u, gkeys, o) for k, o in kinds.items()}
+        return chs, unkept_overlap_share(pairs, gcode_u, ng)
 
-    chs, sides = side_by_side(
+    (chs, unkept), sides = side_by_side(
         paired,
         lambda: _side_statistics(itf, gcode_u, ng),
         parallel=len(itf.duration) >= THREADED_ROWS,
     )
-    frames = [_result_table(gkeys, chs[o.value_test], sides, o) for o in each]
+    frames = [_result_table(gkeys, chs[o.value_test], sides, o, unkept) for o in each]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def unkept_overlap_share(pairs: Pairs, gcode_u: np.ndarray, ng: int) -> np.ndarray:
+    """Per group: the share of aduet overlap time in pairs the filter did not keep (overlap
+    rate <= m); NaN for groups without aduet overlap (docs/statistics.md, "Notes")."""
+    out = np.full(ng, np.nan)
+    if pairs.overlap_all is None or pairs.overlap_unkept is None:
+        return out
+    total = np.bincount(gcode_u, weights=pairs.overlap_all, minlength=ng)
+    unkept = np.bincount(gcode_u, weights=pairs.overlap_unkept, minlength=ng)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, unkept / total, np.nan)
+
+
+def unpaired_disagrees(
+    change: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    u: GroupedU,
+    mean_a: np.ndarray,
+    mean_b: np.ndarray,
+    alpha: float,
+) -> np.ndarray:
+    """Per group: the paired estimate points one way while a significant unpaired test (the
+    pooled U test, with the side means agreeing) points the other: either the paired
+    interval lies wholly on the other side, or the estimate does and the means differ by
+    more than the paired interval is wide (docs/statistics.md, "Notes")."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = mean_b / mean_a - 1.0
+        u_up = (u.pvalue < alpha) & (u.estimate > 0.5) & (means > 0)
+        u_down = (u.pvalue < alpha) & (u.estimate < 0.5) & (means < 0)
+        wide = np.abs(means) > (high - low)
+        down = (high < 0) | ((change < 0) & wide)
+        up = (low > 0) | ((change > 0) & wide)
+    return (u_up & down) | (u_down & up)
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,7 +315,11 @@ def _side_statistics(itf: Iterations, gcode_u: np.ndarray, ng: int) -> _SideStat
 
 
 def _result_table(
-    gkeys: pd.DataFrame, ch: Changes, sides: _SideStatistics, opts: CompareOptions
+    gkeys: pd.DataFrame,
+    ch: Changes,
+    sides: _SideStatistics,
+    opts: CompareOptions,
+    unkept: np.ndarray,
 ) -> pd.DataFrame:
     u, mean_a, mean_b = sides.u, sides.mean_a, sides.mean_b
     out = gkeys.copy()
@@ -305,6 +345,10 @@ def _result_table(
     out["clustered_by"] = ch.clustered_by
     out["overlap_rate"] = opts.overlap_rate
     out["calibrated"] = calibrated(opts, ch.clusters, ch.clustered_by != NO_CLUSTERING)
+    out["unkept_overlap"] = unkept
+    out["unpaired_disagrees"] = unpaired_disagrees(
+        ch.change, ch.low, ch.high, u, mean_a, mean_b, 1.0 - opts.confidence
+    )
     return out
 
 

@@ -37,6 +37,10 @@ class Pairs:
     b: np.ndarray
     overlap: np.ndarray  # float64 ns; NaN for index-paired methods
     rate: np.ndarray  # float64; NaN for index-paired methods
+    #: per unit (aduet runs): overlap time of all overlapping pairs, and of those the
+    #: filter did not keep (rate <= m); None where not computed
+    overlap_all: np.ndarray | None = None
+    overlap_unkept: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.unit)
@@ -104,8 +108,11 @@ def pair_rows(
     b = np.concatenate([b1, op.b[keep]])
     ov = np.concatenate([np.full(len(a1), np.nan), op.overlap[keep].astype(np.float64)])
     rate = np.concatenate([np.full(len(a1), np.nan), op.rate[keep]])
+    ov_op = op.overlap.astype(np.float64)
+    ov_all = np.bincount(op.unit, weights=ov_op, minlength=it.n_units)
+    ov_unkept = np.bincount(op.unit[~keep], weights=ov_op[~keep], minlength=it.n_units)
     # each run's pairs are contiguous (a run is either index-paired or aduet)
-    return Pairs(it.unit[a], a, b, ov, rate)
+    return Pairs(it.unit[a], a, b, ov, rate, ov_all, ov_unkept)
 
 
 def pair(

@@ -23,8 +23,32 @@ def hang_value(*choices: float | None) -> float | None:
 
 
 def cpus_value(v: Any) -> str | tuple[int, ...]:
-    """A validated `cpus:` value: ``auto``/``none`` as they are, a CPU list as a tuple."""
+    """A validated `cpus:` value: ``auto``/``pinned``/``shared``/``none`` (the older name of
+    ``shared``) as they are, a CPU list as a tuple (docs/config.md, `cpus`)."""
     return v if isinstance(v, str) else tuple(v)
+
+
+#: external harnesses that synchronize a sduet by themselves: duet puts its pyperf shim in
+#: front of their scripts (docs/sync.md, "pyperf scripts as they are"; execute/local.py)
+#: harnesses that wait at the handshake themselves: pyperf scripts through the shim
+#: (sync/pyperf_shim), the micro worker per sample (docs/micro.md)
+SELF_SYNCING_HARNESSES = frozenset({"pyperf", "pyperformance", "micro"})
+
+
+def check_busy_shorter_side(
+    doc: LocatedYaml, name: str, harness: str, busy: bool, *paths: tuple[Any, ...]
+) -> None:
+    """`busy_shorter_side` needs the built-in harness: only its loop can keep the side that
+    finishes first iterating; an external harness would silently run without it."""
+    if busy and harness != "command":
+        raise located_error(
+            doc,
+            f"benchmark '{name}' sets `busy_shorter_side`, but its harness '{harness}' runs "
+            "its own iteration loop, which duet cannot keep going after it ends: only the "
+            "built-in harness (no `harness:`, no `results:`) implements it (docs/config.md). "
+            "Remove `busy_shorter_side`, or let duet run the command per iteration",
+            *paths,
+        )
 
 
 def check_benchmark_name(name: str, doc: LocatedYaml, path: tuple[Any, ...]) -> None:

@@ -72,7 +72,7 @@ def cpu_ranges(cpus: Iterable[int]) -> str:
 
 
 def unusable_cpus(policy: str | tuple[int, ...] | list[int], usable: Iterable[int]) -> list[int]:
-    """The CPUs of a `cpus:` list that this process may not run on (``[]`` for auto/none)."""
+    """The CPUs of a `cpus:` list that this process may not run on (``[]`` for auto/pinned/shared/none)."""
     if isinstance(policy, str):
         return []
     ok = set(usable)

@@ -85,7 +85,9 @@ class Benchmark:
     time_budget: float | None = None  # built-in harness: seconds per run (instead of iterations)
     warmup: int | str = 0  # iterations dropped by the analysis (int or "half")
     busy_shorter_side: bool = False  # keep the side that finishes first iterating (filler)
-    cpus: str | tuple[int, ...] = "auto"  # "auto" | "none" | CPUs to draw from
+    cpus: str | tuple[int, ...] = (
+        "auto"  # "auto" | "pinned" | "shared" | "none" | CPUs to draw from
+    )
     micro: MicroSpec | None = None  # harness "micro": the worker's targets, calibrated at run
 
     def side(self, pair: str) -> Side:

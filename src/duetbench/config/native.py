@@ -6,10 +6,18 @@ docs/config.md, "Native format", lists the keys.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .errors import located_error, validate
-from .fields import check_benchmark_name, cpus_value, experiment_name, hang_value
+from .fields import (
+    SELF_SYNCING_HARNESSES,
+    check_benchmark_name,
+    check_busy_shorter_side,
+    cpus_value,
+    experiment_name,
+    hang_value,
+)
 from .micro import MICRO_HARNESS, check_not_micro, is_micro, micro_benchmark_parts
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
@@ -92,6 +100,9 @@ def _benchmark(
         aa = m.B is None
         a = _side(doc, name, "A", m.A, m, own)
         b = _side(doc, name, "B", m.B, m, own) if not aa else a
+    if m.self_sync:  # the harness waits at the handshake itself: its sduet command is its own
+        a = replace(a, sync_command=a.sync_command or a.command)
+        b = replace(b, sync_command=b.sync_command or b.command)
     if m.repetitions is not None:
         reps = _reps(m.repetitions)
     elif exp.repetitions is not None:
@@ -101,6 +112,35 @@ def _benchmark(
     harness = m.harness or ("generic" if (a.results or b.results) else "command")
     if micro is not None:
         harness = MICRO_HARNESS
+    where = ("benchmarks", name)
+    check_busy_shorter_side(
+        doc,
+        name,
+        harness,
+        bool(m.busy_shorter_side),
+        *(
+            (where + ("busy_shorter_side",), where)
+            if "busy_shorter_side" in own
+            else (("defaults", "busy_shorter_side"), where)
+        ),
+    )
+    if reps.get("sduet") and harness != "command" and harness not in SELF_SYNCING_HARNESSES:
+        lacking = [p for p, s in (("A", a), ("B", b)) if not s.sync_command]
+        if lacking:
+            raise located_error(
+                doc,
+                f"benchmark '{name}' asks for {reps['sduet']} sduet (synchronized duet) runs, "
+                f"but its harness '{harness}' runs its own loop and side(s) "
+                f"{' and '.join(dict.fromkeys(lacking))} have no `sync_command`: those runs "
+                "would never wait at the iteration handshake, unsynchronized runs labelled "
+                "sduet. Add `sync_command:` (the harness command that waits at the handshake "
+                "through $DUET_SYNC_DIR, docs/sync.md), or `self_sync: true` if the command "
+                "itself waits there whenever $DUET_SYNC_DIR is set, or set "
+                "`repetitions: {sduet: 0}`",
+                where + ("repetitions", "sduet"),
+                ("experiment", "repetitions", "sduet"),
+                where,
+            )
     if m.iterations is not None and m.time_budget is not None:
         raise located_error(
             doc,

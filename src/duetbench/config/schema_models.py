@@ -92,13 +92,14 @@ def _cpus(v: Any) -> Any:
             _count(x)
     if isinstance(v, str):
         s = v.strip().lower()
-        if s in ("auto", "none"):
+        if s in ("auto", "pinned", "shared", "none"):
             return s
         try:
             return [int(x) for x in re.split(r"[,\s]+", s) if x]
         except ValueError:
             raise ValueError(
-                f"'{v}' is not a CPU list; write auto, none, or a list of CPU numbers like [0, 1]"
+                f"'{v}' is not a CPU list; write auto, pinned, shared, or a list of CPU numbers "
+                "like [0, 1] (docs/config.md, `cpus`)"
             ) from None
     if v is None:
         return "none"
@@ -184,7 +185,7 @@ Cpu = Annotated[
     NonNegativeInt, BeforeValidator(_count), AfterValidator(_at_most(MAX_CPU, "a CPU number"))
 ]
 Cpus = Annotated[
-    Literal["auto", "none"] | Annotated[list[Cpu], AfterValidator(_cpu_list)],
+    Literal["auto", "pinned", "shared", "none"] | Annotated[list[Cpu], AfterValidator(_cpu_list)],
     BeforeValidator(_cpus),
 ]
 StrList = Annotated[list[str], BeforeValidator(_str_list)]
@@ -256,6 +257,7 @@ class NativeBenchmark(NativeSide):
     time_budget: Duration | None = None
     warmup: Warmup | None = None
     busy_shorter_side: bool | None = None
+    self_sync: bool | None = None  # the command waits at the sduet handshake by itself
     cpus: Cpus | None = None
     A: NativeSide | None = None
     B: NativeSide | None = None

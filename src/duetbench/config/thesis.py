@@ -16,6 +16,7 @@ from ..errors import ConfigError
 from .errors import located_error, validate
 from .fields import (
     check_benchmark_name,
+    check_busy_shorter_side,
     cpus_value,
     experiment_name,
     hang_value,
@@ -221,6 +222,10 @@ def _benchmark(
         ("aduet", _duet_reps(own, inherited)),
         ("sduet", g.get("syncduet_repetitions", 0)),
     )
+    check_busy_shorter_side(
+        doc, name, harness, bool(g.get("busy_shorter_side", False)),
+        (name, "busy_shorter_side"), ("duetbench", "busy_shorter_side"), (name,),
+    )  # fmt: skip
     if dict(reps)["sduet"] and harness != "command" and not (a.sync_command and b.sync_command):
         raise _no_sync_command(doc, name, dict(reps)["sduet"], a, b, own)
     timeout = g.get("timeout")

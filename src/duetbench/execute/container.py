@@ -71,10 +71,9 @@ from .local import (
     ReadyTimeout,
     RunOutcome,
     expand_results,
-    resolve_cpus,
-    side_cpus,
     wants_pyperf_shim,
 )
+from .placement import resolve_placement
 
 MOUNT_DIR = "/.duetbench"
 HARNESS_IN = f"{MOUNT_DIR}/harness.sh"
@@ -334,7 +333,7 @@ class ContainerExecutor(LocalExecutor):
         st = self._state(spec)
         self._active = st
         self._ensure_guard()
-        cpus, _ = resolve_cpus(spec.cpus, self.host_cpus)
+        placement = resolve_placement(spec.cpus, self.host_cpus)
         t0 = time.monotonic()
         procs: dict[str, subprocess.Popen[str]] = {}
         try:
@@ -351,8 +350,8 @@ class ContainerExecutor(LocalExecutor):
                     *self._labels(spec.experiment, spec.run_id, side.pair, remove=st.remove),
                     "--entrypoint", "/bin/sh",
                 )  # fmt: skip
-                my_cpus = side_cpus(side, cpus)
-                if my_cpus:
+                my_cpus = placement.side_cpus(side)
+                if my_cpus and placement.restricts(self.host_cpus):
                     argv += ["--cpuset-cpus", ",".join(map(str, my_cpus))]
                 for k, v in self._side_env(spec, side, run_dir).items():
                     argv += ["-e", f"{k}={v}"]

@@ -17,10 +17,11 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
-from ..records import RunRecord, SideRecord
+from ..records import UNSYNCHRONISED, RunRecord, SideRecord, unsynchronised
 from ..schema import Method, RunStatus, SideStatus
 from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
+from .placement import resolve_placement
 
 ReadyTimeout = 120.0
 #: harnesses whose sides get the pyperf shim in a sduet (docs/sync.md, "pyperf scripts as they are")
@@ -44,28 +45,6 @@ class RunOutcome:
 
     record: RunRecord
     exception: BaseException | None = None
-
-
-def resolve_cpus(
-    policy: str | tuple[int, ...] | list[int], host_cpus: list[int]
-) -> tuple[list[int], bool]:
-    """The CPUs benchmark sides are pinned to, and whether a duet on them uses every core.
-
-    ``auto``: all available CPUs, leaving the first one free when there are more than two.
-    """
-    if policy == "none":
-        return [], False
-    if policy == "auto":
-        cpus = host_cpus[1:] if len(host_cpus) > 2 else list(host_cpus)
-    else:
-        cpus = [c for c in policy if c in host_cpus] or list(policy)
-    return cpus, len(cpus) >= len(host_cpus) and len(host_cpus) <= 2
-
-
-def side_cpus(side: SideSpec, cpus: list[int]) -> list[int]:
-    if side.cpu_slot is None or not cpus:
-        return []
-    return [cpus[side.cpu_slot % len(cpus)]]
 
 
 def expand_results(results: tuple[str, ...], side_dir: Path) -> list[str]:
@@ -183,7 +162,7 @@ class LocalExecutor:
         # every path a side gets ($DUET_OUTPUT_DIR, $DUET_SYNC_DIR, `$$`) must be absolute: it
         # runs in its own working directory (schedulers pass absolute paths already)
         run_dir = Path(os.path.abspath(run_dir))
-        cpus, all_busy = resolve_cpus(spec.cpus, self.host_cpus)
+        placement = resolve_placement(spec.cpus, self.host_cpus)
         start_ns = time.time_ns()
         status, message = RunStatus.OK, ""
         sync: dict[str, Any] | None = None
@@ -205,7 +184,7 @@ class LocalExecutor:
                 side_dir = run_dir / side.name
                 side_dir.mkdir(parents=True, exist_ok=True)
                 cwd = self.side_cwd(spec, side, side_dir)
-                info = {"cpus": side_cpus(side, cpus), "cwd": cwd, "side_dir": side_dir}
+                info = {"cpus": placement.side_cpus(side), "cwd": cwd, "side_dir": side_dir}
                 side_info[side.name] = info
                 drivers[side.name] = self._start_driver(
                     spec, side, side_dir, cwd, info["cpus"], run_dir, sync_dir
@@ -262,6 +241,9 @@ class LocalExecutor:
                 self.after_run(spec, run_dir)
         if status == RunStatus.OK and problems:
             status, message = RunStatus.FAILED, "; ".join(problems)
+        if status == RunStatus.OK and sync is not None and unsynchronised(sync, sides.values()):
+            sync["unsynchronised"] = True
+            message = UNSYNCHRONISED
         record = RunRecord(
             **spec.record_fields(),
             host=self.host,
@@ -269,7 +251,8 @@ class LocalExecutor:
             status=status,
             message=message,
             sides=sides,
-            all_cores_busy=bool(spec.is_duet and all_busy and cpus),
+            all_cores_busy=spec.is_duet and placement.every_core,
+            placement=placement.kind,
             start_ns=start_ns,
             sync=sync,
             end_ns=time.time_ns(),

@@ -19,7 +19,8 @@ from ..analysis.evaluate import TABLE_COLUMNS, TABLES, Evaluation
 from ..dataset import Dataset
 from ..options import CompareOptions
 from .formatting import num
-from .tables import lost_run_notes, sort_rows
+from .notes import WARNINGS, warnings_by_row
+from .tables import sort_rows
 
 COMPARE_SCHEMA_ID = "duetbench.compare/1"
 EVALUATE_SCHEMA_ID = "duetbench.evaluate/1"
@@ -51,7 +52,8 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
     in the order every other format shows them (methods as seqn, aduet, sduet)."""
     out_rows = []
     keys = [k for k in ("suite", "benchmark", "method") if k in rows]
-    for r in sort_rows(rows, keys).to_dict("records"):
+    warned = warnings_by_row(sort_rows(rows, keys), dataset, opts.min_overlap)
+    for r, warnings in warned:
         out_rows.append(
             {
                 "suite": r.get("suite"),
@@ -72,6 +74,8 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
                 "mean_b_ns": _num(r.get("mean_b_ns")),
                 "clustered_by": r.get("clustered_by"),
                 "calibrated": bool(r.get("calibrated", True)),
+                "unkept_overlap": _num(r.get("unkept_overlap")),
+                "warnings": [c for c in WARNINGS if c in {code for code, _ in warnings}],
             }
         )
     verdicts = [r["verdict"] for r in out_rows]
@@ -91,7 +95,7 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
         },
         "problems": list(dataset.problems),
         "excluded": dict(dataset.excluded),
-        "notes": lost_run_notes(rows, dataset.table, opts.min_overlap),
+        "notes": [text for _r, warnings in warned for _c, text in warnings],
     }
 
 

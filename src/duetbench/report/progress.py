@@ -124,9 +124,10 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
     )
     if summary.all_cores_busy:
         console.print(
-            "[yellow]note:[/] duet runs used every core of this machine; the OS and other tenants "
-            "then land on one side only, which widens the intervals (docs/performance.md, "
-            "'Methods study')."
+            "[yellow]note:[/] duet runs used every core of this machine, so the OS and other "
+            "tasks ran beside the benchmark (with pinned sides: beside one side only), which "
+            "widens the intervals; `duet compare` repeats this under the verdicts "
+            "(docs/config.md, `cpus`; docs/performance.md, section Placement)."
         )
     for note in getattr(summary, "notes", []) or []:
         console.print(f"[yellow]note:[/] {rich_text(note)}")

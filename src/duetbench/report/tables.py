@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import CompareOptions
 from . import formatting as fmt
+from .notes import verdict_notes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,41 +134,6 @@ def verdict_caption(opts: CompareOptions) -> str:
 # ---------------------------------------------------------------------- notes
 
 
-def lost_run_notes(rows: pd.DataFrame, table: pd.DataFrame, min_overlap: float) -> list[str]:
-    """Runs that contributed no pair (aduet: no overlap above m) are left out of a test: say so."""
-    if table.empty or rows.empty:
-        return []
-    keys = [k for k in ("suite", "benchmark", "method") if k in table.columns and k in rows.columns]
-    have = table.groupby(keys, observed=True)["run"].nunique()
-    notes = []
-    for r in rows.to_dict("records"):
-        total = (
-            int(have.get(tuple(r[k] for k in keys), 0))
-            if len(keys) > 1
-            else int(have.get(r[keys[0]], 0))
-        )
-        used = int(r.get("runs") or 0)
-        if total and used < total:
-            why = (
-                f"had no iteration pair overlapping by more than m = {min_overlap:g}"
-                if r["method"] == "aduet"
-                else "had no pair of iterations"
-            )
-            if int(r.get("runs_few_pairs") or 0):
-                why += " or far fewer pairs than the others (--min-run-pairs)"
-            hint = (
-                " (lower --min-overlap; with --overlap-rate thesis, A's and B's iterations "
-                "must be of similar length)"
-                if r["method"] == "aduet"
-                else ""
-            )
-            notes.append(
-                f"{r['benchmark']} {r['method']}: {total - used} of {total} runs {why} and were "
-                f"left out{hint}"
-            )
-    return notes
-
-
 def dataset_notes(dataset: Dataset) -> list[Note]:
     """What was excluded while reading the dataset, and the problems found."""
     runs = dataset.excluded.get("runs") or {}
@@ -237,7 +203,7 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
                 "(clustered bootstrap)",
             )
         )
-    notes += [Note("note", n) for n in lost_run_notes(rows, dataset.table, opts.min_overlap)]
+    notes += [Note("note", n) for n in verdict_notes(rows, dataset, opts.min_overlap)]
     return Table(
         name="verdicts",
         title=dataset.name,

@@ -1,0 +1,133 @@
+"""The 2x known answer under a busy intruder (issue 15): every method, the built-in and an
+external harness, the default placement (`cpus: auto`) and pairing.
+
+A CPU-bound workload whose B does exactly twice A's operations (examples/workloads) runs
+while one busy loop, started by the test in the benchmark's own session and killed in a
+`finally`, competes for the CPUs for the whole experiment. That is the situation of issue
+15: with each side pinned to its own CPU on a 2-CPU host the intruder slowed one side
+only, and aduet read 2x as 0.7x ("faster"). What a busy shared host can promise is
+asserted -- no verdict the wrong way, every ratio clearly above 1, and the duet's
+premise: aduet's paired slowdowns correlate positively (the intruder slows both sides
+together) -- and the figures are printed; the 5 % goal in 4 of 5 tries is measured by benchmarks/placement_study.py on a
+quiet machine (docs/performance.md, section Placement).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from duetbench.analysis import compare, pair
+from duetbench.config import loads_config
+from duetbench.execute.placement import resolve_placement
+from duetbench.process import process
+from duetbench.schedule.inline import run_experiment
+
+OPS = 60_000_000  # A's operations per iteration (int: ~120 ms on the project's 2-vCPU VM)
+#: the intruder: one busy loop, bounded in time even if the finally never ran
+INTRUDER = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def start_intruder() -> subprocess.Popen[bytes]:
+    """A busy loop in this (the benchmark's) session, in its own process group."""
+    return subprocess.Popen([sys.executable, "-c", INTRUDER], process_group=0)
+
+
+def stop_intruder(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+@pytest.mark.timeout(600)
+def test_2x_work_measures_2_with_every_method_under_a_busy_intruder(
+    tmp_path: Path,
+    workload: Path,  # noqa: F811
+) -> None:
+    text = f"""
+experiment:
+  name: intruder
+  seed: 5
+  repetitions: {{seqn: 5, aduet: 5, sduet: 5}}
+  timeout: 300s
+  default_artifacts: false
+defaults:
+  iterations: 5
+benchmarks:
+  builtin:
+    A: {{command: {workload} int {OPS}}}
+    B: {{command: {workload} int {2 * OPS}}}
+  external:
+    harness: generic
+    self_sync: true
+    results: [out.csv]
+    A: {{command: {workload} int {OPS} 5 -o out.csv}}
+    B: {{command: {workload} int {2 * OPS} 5 -o out.csv}}
+"""
+    exp = loads_config(text, tmp_path / "duet.yml")
+    intruder = start_intruder()
+    try:
+        summary = run_experiment(exp, tmp_path / "res")
+        assert intruder.poll() is None, "the intruder ended before the experiment did"
+    finally:
+        stop_intruder(intruder)
+    assert summary.statuses == {"ok": 2 * (5 * 2 + 5 + 5)}, summary.statuses
+    expected = resolve_placement("auto", sorted(os.sched_getaffinity(0))).kind
+    for run_json in (summary.root / "runs").glob("*/run.json"):
+        assert json.loads(run_json.read_text())["placement"] == expected
+    table = process(summary.root).table
+    res = compare(table, test="ratio")
+    figures = {
+        (row.benchmark, row.method): (1.0 + float(row.change), str(row.verdict), int(row.runs))
+        for row in res.itertuples(index=False)
+    }
+    corr = aduet_slowdown_correlation(table)
+    print(f"\nplacement {expected}; B/A, verdict, runs under a busy intruder:")
+    for key, fig in sorted(figures.items()):
+        print(f"  {key[0]:8} {key[1]:6} {fig[0]:.3f} {fig[1]} ({fig[2]} runs)")
+    print(f"  aduet: correlation of paired A and B slowdowns {corr}")
+    assert set(figures) == {
+        (b, m) for b in ("builtin", "external") for m in ("seqn", "aduet", "sduet")
+    }
+    for key, (ratio, verdict, runs) in figures.items():
+        assert runs >= 4, (key, figures)
+        # never the wrong way: B does twice A's work
+        assert verdict != "faster" and ratio > 1.2, (key, figures)
+    # the duet's premise under the intruder: it slows A and B together. Pinned on 2 CPUs
+    # it shared a CPU with one side only and the slowdowns anti-correlated (issue 15:
+    # -0.47 to -0.99; aduet then read 2x as 0.7x)
+    for bench, r in corr.items():
+        assert r > 0, (bench, corr, figures)
+    # sduet's own limit, not the placement's: in every iteration the shorter side (A)
+    # ends first and waits at the handshake, so B's second half runs beside the intruder
+    # alone, faster than its first half ran beside A and the intruder. With one intruder
+    # on 2 CPUs and A's work taking 1 time unit alone: A runs at 2/3 speed and takes 1.5;
+    # B does 1 unit by then and its second at full speed: 2.5, so B/A reads 5/3 ~ 1.67
+    # (docs/performance.md, section Placement). On a machine with only the intruder,
+    # seqn and aduet measured 1.91-2.12 with the verdict `slower`; with several other
+    # test suites running besides, 1.58-2.31 and sometimes `same` (5 runs).
+
+
+def aduet_slowdown_correlation(table: pd.DataFrame) -> dict[str, float]:
+    """Per benchmark, the mean over aduet runs of the correlation of paired A and B
+    slowdowns (each iteration's duration over its side's median in the run)."""
+    p = pair(table)
+    out = {}
+    for bench, g in p[p["method"] == "aduet"].groupby("benchmark", observed=True):
+        rs = []
+        for _run, h in g.groupby("run", observed=True):
+            a, b = h["a_ns"] / h["a_ns"].median(), h["b_ns"] / h["b_ns"].median()
+            if len(h) >= 3 and a.std() > 0 and b.std() > 0:
+                rs.append(float(np.corrcoef(a, b)[0, 1]))
+        out[str(bench)] = float(np.mean(rs)) if rs else float("nan")
+    return out
