@@ -105,9 +105,10 @@ benchmarks:
         assert verdict != "faster" and ratio > 1.2, (key, figures)
     # the duet's premise under the intruder: it slows A and B together. Pinned on 2 CPUs
     # it shared a CPU with one side only and the slowdowns anti-correlated (issue 15:
-    # -0.47 to -0.99; aduet then read 2x as 0.7x)
-    for bench, r in corr.items():
-        assert r > 0, (bench, corr, figures)
+    # -0.47 to -0.99; aduet then read 2x as 0.7x). With 5 runs the correlation itself is
+    # too noisy to assert (shared placement gave -0.16 to +0.17 on a quiet 2-CPU host);
+    # it is printed here and measured by benchmarks/placement_study.py; what must hold is
+    # that the anti-correlated failure, a 2x read as faster or barely slower, is gone.
     # sduet's own limit, not the placement's: in every iteration the shorter side (A)
     # ends first and waits at the handshake, so B's second half runs beside the intruder
     # alone, faster than its first half ran beside A and the intruder. With one intruder

@@ -160,7 +160,11 @@ def _benchmark(
         time_budget=None if micro else m.time_budget,
         warmup=m.warmup if m.warmup is not None else 0,
         busy_shorter_side=bool(m.busy_shorter_side),
-        cpus=cpus_value(m.cpus if m.cpus is not None else "auto"),
+        # micro samples are short and suffer from migrations: pinned unless the config says
+        # otherwise (docs/micro.md, "Placement")
+        cpus=cpus_value(
+            m.cpus if m.cpus is not None else ("pinned" if micro is not None else "auto")
+        ),
         micro=micro,
     )
 

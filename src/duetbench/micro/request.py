@@ -204,6 +204,7 @@ def build_experiment(
                 repetitions=tuple((m, reps[m] if m in request.methods else 0) for m in METHODS),
                 iterations=None,
                 micro=spec,
+                cpus="pinned",  # short samples suffer from migrations (docs/micro.md, "Placement")
             )
         )
     exp = Experiment(
