@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import located_error, validate
+from ..errors import ConfigError
+from .errors import dotted, located_error, validate
 from .fields import check_benchmark_name, cpus_value, experiment_name, hang_value
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
+from .stop import StopSettings, parse_stop
 from .yamlload import LocatedYaml
 
 #: repetitions of a benchmark when neither it nor `experiment:` sets them
@@ -113,7 +115,21 @@ def _benchmark(
         warmup=m.warmup if m.warmup is not None else 0,
         busy_shorter_side=bool(m.busy_shorter_side),
         cpus=cpus_value(m.cpus if m.cpus is not None else "auto"),
+        stop=_stop(doc, name, exp.stop, m.stop),
     )
+
+
+def _stop(
+    doc: LocatedYaml, name: str, exp_stop: dict[str, Any] | None, own: dict[str, Any] | None
+) -> StopSettings | None:
+    """The benchmark's `stop:` over the experiment's (docs/adaptive.md); None: a fixed plan."""
+    if exp_stop is None and own is None:
+        return None
+    path = ("benchmarks", name, "stop") if own is not None else ("experiment", "stop")
+    try:
+        return parse_stop({**(exp_stop or {}), **(own or {})}, dotted(path))
+    except ConfigError as exc:
+        raise located_error(doc, exc.detail, path) from None
 
 
 def _side(

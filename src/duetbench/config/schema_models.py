@@ -251,6 +251,7 @@ class NativeBenchmark(NativeSide):
     warmup: Warmup | None = None
     busy_shorter_side: bool | None = None
     cpus: Cpus | None = None
+    stop: dict[str, Any] | None = None  # checked by config/stop.py
     A: NativeSide | None = None
     B: NativeSide | None = None
 
@@ -309,6 +310,7 @@ class NativeExperiment(_Strict):
     retries: Retries = 0
     design: Literal["default", "balanced"] = "default"
     hosts: NativeHosts | None = None
+    stop: dict[str, Any] | None = None  # checked by config/stop.py
 
 
 class NativeConfig(_Strict):
