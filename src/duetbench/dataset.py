@@ -43,6 +43,8 @@ class Dataset:
     problems: tuple[str, ...] = ()
     excluded: Mapping[str, Any] = field(default_factory=dict)
     hosts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: stops.json of an adaptive experiment (docs/adaptive.md); None for a fixed plan
+    stops: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -72,6 +74,7 @@ def open_dataset(path: str | Path) -> Dataset:
             tuple(rep.problems),
             excluded,
             store.hosts(),
+            store.stops(),
         )
     df = load(path)
     exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None

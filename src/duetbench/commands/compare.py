@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..dataset import Dataset
+    from ..options import CompareOptions
+
 from ._options import add_compare_options, add_source_command, compare_options, with_seed
 
 
@@ -36,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     opts = compare_options(args)
     dataset = open_dataset(args.source)
     opts = with_seed(opts, args, dataset.seed)
-    rows = compare(dataset.table, opts)
+    rows = with_adaptive(compare(dataset.table, opts), dataset, opts)
     if args.format == "json":
         write_output(dumps(compare_doc(rows, dataset, opts)), args.output)
     elif args.format == "markdown":
@@ -46,6 +54,16 @@ def run(args: argparse.Namespace) -> int:
     if args.fail_on_regression and (rows["verdict"] == "slower").any():
         return ExitCode.REGRESSION
     return ExitCode.OK
+
+
+def with_adaptive(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> pd.DataFrame:
+    """An adaptive experiment's rows use the interval its stopping rule used
+    (docs/adaptive.md, "Analysing an adaptive experiment"); a fixed plan's are unchanged."""
+    if not dataset.stops:
+        return rows
+    from ..adaptive.results import adaptive_rows
+
+    return adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
 
 
 def print_verdicts_after_run(root: Path) -> None:
@@ -64,7 +82,7 @@ def print_verdicts_after_run(root: Path) -> None:
         if dataset.table.empty:
             return
         opts = CompareOptions(seed=dataset.seed).checked()
-        rows = compare(dataset.table, opts)
+        rows = with_adaptive(compare(dataset.table, opts), dataset, opts)
     except DuetError as exc:
         print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
         return

@@ -130,6 +130,14 @@ def verdict_caption(opts: CompareOptions) -> str:
     )
 
 
+def adaptive_caption(opts: CompareOptions) -> str:
+    """How to read the verdict table of an adaptive experiment (docs/adaptive.md)."""
+    return (
+        f"measured until sure: anytime-valid {opts.confidence * 100:g} % interval of the "
+        "stopping rule (runs = runs done); change = B vs A, + means B slower"
+    )
+
+
 # ---------------------------------------------------------------------- notes
 
 
@@ -220,6 +228,8 @@ def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
                 "verdict": str(r["verdict"]),
             }
         )
+        if "stop" in rows:
+            out[-1]["stop"] = str(r.get("stop") or "")
     return tuple(out)
 
 
@@ -238,12 +248,19 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
             )
         )
     notes += [Note("note", n) for n in lost_run_notes(rows, dataset.table, opts.min_overlap)]
+    columns, caption = VERDICT_COLUMNS, verdict_caption(opts)
+    if "stop" in rows:  # an adaptive experiment: the interval its stopping used
+        columns = (*VERDICT_COLUMNS[:-1], Column("stop", "stop"), VERDICT_COLUMNS[-1])
+        caption = adaptive_caption(opts)
+        for r in rows.to_dict("records"):
+            if r.get("explanation") and r.get("verdict") == "inconclusive":
+                notes.append(Note("note", f"{r['benchmark']} {r['method']}: {r['explanation']}"))
     return Table(
         name="verdicts",
         title=dataset.name,
-        columns=VERDICT_COLUMNS,
+        columns=columns,
         rows=verdict_rows(rows, opts.test),
-        caption=verdict_caption(opts),
+        caption=caption,
         notes=(*notes, *dataset_notes(dataset)),
     )
 

@@ -15,13 +15,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adaptive.results import explain
 from ..config.stop import StopSettings
 from ..plan import RunSpec
 from ..records import RunRecord
 from ..schema import Method
 from ..store import ResultsStore
 
-__all__ = ["KEY_SEP", "StopTracker", "explain", "stop_key"]
+__all__ = ["KEY_SEP", "StopTracker", "stop_key"]
 
 #: separates benchmark and method in the keys of stops.json
 KEY_SEP = "/"
@@ -51,15 +52,6 @@ def _run_seconds(record: RunRecord) -> float:
     if record.start_ns is not None and record.end_ns is not None:
         return max(0.0, (record.end_ns - record.start_ns) / 1e9)
     return 0.0
-
-
-def explain(decision: Any, stopped: str | None) -> str:
-    """The decision's explanation, saying which limit ended it when one did."""
-    if stopped not in ("max_runs", "budget") or decision.stop:
-        return str(decision.explanation)
-    text = str(decision.explanation)
-    rest = text.split(": ", 1)[1] if ": " in text else text
-    return f"{decision.verdict.value} ({stopped} reached first): {rest}"
 
 
 class StopTracker:
