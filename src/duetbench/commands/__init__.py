@@ -10,4 +10,14 @@ heavy imports are inside. ``duetbench.cli`` builds the parser from :data:`COMMAN
 from __future__ import annotations
 
 #: The commands, in the order `duet --help` lists them (a module of this package each).
-COMMANDS = ("run", "plan", "process", "compare", "evaluate", "report", "hosts", "noise")
+COMMANDS = (
+    "run",
+    "plan",
+    "process",
+    "compare",
+    "evaluate",
+    "report",
+    "hosts",
+    "noise",
+    "gate",
+)
