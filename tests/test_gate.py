@@ -124,3 +124,42 @@ def test_gate_build_failure_is_a_clear_error_and_leaves_no_worktree(tmp_path: Pa
     assert git(repo, "worktree", "list").count("\n") == 0
     bad = duet(repo, "gate", "--base", "nope", "--head", "c1", "duet.yml", "-o", tmp_path / "r")
     assert bad.returncode == 2 and "'nope' is not a commit" in bad.stderr
+
+
+def test_bisect_candidates_skip_and_never_guess() -> None:
+    from duetbench.ci.bisect import next_candidate
+
+    assert next_candidate(9, -1, 8, set()) == 3
+    assert next_candidate(9, 3, 8, {5}) == 4  # the nearest untested, the earlier on a tie
+    assert next_candidate(9, 3, 5, {4}) is None
+
+
+def test_bisect_finds_the_commit_that_made_it_slower(tmp_path: Path) -> None:
+    # c0 good ... c4 at 100 ms, c5 .. c7 at 130 ms: c5 is the first bad commit (a large
+    # step and threshold, so that the equal commits are settled on a busy machine too)
+    repo = make_repo(tmp_path, [100.0] * 5 + [130.0] * 3)
+    # the build fails at c3, the first midpoint: it is skipped, never guessed
+    build = BUILD + ' && ! git log -1 --format=%s | grep -q "commit 3:"'
+    p = duet(
+        repo,
+        "bisect",
+        "--good",
+        "c0",
+        "--bad",
+        "c7",
+        "--build",
+        build,
+        "duet.yml",
+        "-o",
+        tmp_path / "r",
+        "--max-runs",
+        "30",
+        "--threshold",
+        "10%",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    c5 = git(repo, "rev-parse", "c5")
+    assert f"first bad commit: {c5}" in p.stdout
+    assert "skip build failed" in p.stdout
+    assert "slower" in p.stdout.split("first bad commit:")[1]
+    assert git(repo, "worktree", "list").count("\n") == 0

@@ -20,4 +20,5 @@ COMMANDS = (
     "hosts",
     "noise",
     "gate",
+    "bisect",
 )
