@@ -172,3 +172,8 @@ def test_resume_mid_adaptive_run_reaches_the_same_decisions(tmp_path: Path) -> N
     assert {k: v["skipped"] for k, v in _stops(cut).items()} == {
         k: v["skipped"] for k, v in _stops(tmp_path / "whole" / "adapt").items()
     }
+    # resuming with another rule would mix two rules in one experiment: refused
+    from duetbench.errors import ResultsDirError
+
+    with pytest.raises(ResultsDirError, match="stopping rule"):
+        run_experiment(with_stop_overrides(exp, threshold="3%"), tmp_path / "cut", resume=True)

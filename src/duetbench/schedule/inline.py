@@ -106,6 +106,14 @@ def open_store(
         for r in plan_all
         if r.run_id not in stored or _comparable(stored[r.run_id]) != _comparable(r.to_dict())
     ]
+    if not changed and _stops_of(store.experiment().get("config") or {}) != _stops_of(
+        exp.to_dict()
+    ):
+        raise ResultsDirError(
+            f"--resume: the stopping rule (stop: / --until / --threshold / --budget) differs "
+            f"from the one {root} was started with; resume with the same rule, or write the "
+            "new experiment to another directory with -o (docs/adaptive.md)"
+        )
     if changed or len(stored) != len(plan_all):
         raise ResultsDirError(
             f"--resume: the config no longer matches the experiment in {root} "
@@ -114,6 +122,13 @@ def open_store(
             "new experiment to another directory with -o."
         )
     return store
+
+
+def _stops_of(config: dict[str, Any]) -> Any:
+    import json
+
+    stops = {b.get("name"): b.get("stop") for b in config.get("benchmarks") or []}
+    return json.loads(json.dumps(stops, default=str))
 
 
 def _comparable(d: dict[str, Any]) -> Any:

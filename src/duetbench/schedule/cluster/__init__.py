@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from ...config.model import Experiment
-from ...errors import ExecutorError
+from ...errors import ConfigError, ExecutorError
 from ...plan import RunSpec, make_plan
 from ...store import ResultsStore
 from ..inline import (
@@ -87,6 +87,11 @@ def run_experiment_cluster(
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
     (plus ``cluster.jsonl``), and every finished run is kept exactly once. The experiment
     directory is locked before the cluster is contacted (store/lock.py)."""
+    if any(b.stop is not None for b in exp.benchmarks):
+        raise ConfigError(
+            "measuring until sure (stop: / --until) runs on this machine only for now; run "
+            "without --cluster, or give the benchmarks fixed repetitions (docs/adaptive.md)"
+        )
     with ResultsStore.lock(results_root(exp, out_dir)):
         return _run_cluster_locked(
             exp,
