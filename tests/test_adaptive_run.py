@@ -133,6 +133,14 @@ def test_until_decided_stops_each_benchmark_and_compare_shows_three_verdicts(
     assert rows["slower"]["ci_low"] == pytest.approx(d["low"])
     assert rows["slower"]["ci_high"] == pytest.approx(d["high"])
     assert rows["slower"]["runs"] == slower["runs"]
+    # duet plan predicts from these runs: the noisy benchmark needs far more runs
+    f = _cli("plan", cfg, "--precision", "1%", "--from", root, "--format", "json")
+    assert f.returncode == 0, f.stderr
+    pred = {r["benchmark"]: r for r in json.loads(f.stdout)["rows"]}
+    assert pred["same"]["runs"] is not None and pred["same"]["time_ns"] > 0
+    assert pred["noisy"]["runs"] is None or pred["noisy"]["runs"] > 10 * pred["same"]["runs"]
+    bad = _cli("plan", cfg, "--precision", "1%")
+    assert bad.returncode == 2 and "--from" in bad.stderr
 
 
 class _StopAfter(NullObserver):

@@ -268,6 +268,29 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
 # ---------------------------------------------------------------------- duet plan, duet hosts
 
 
+FORECAST_COLUMNS = (
+    Column("benchmark", "benchmark"),
+    Column("method", "method"),
+    Column("iterations", "iterations/run", "count"),
+    Column("runs", "runs", "count", missing="out of reach"),
+    Column("time_ns", "machine time", "duration"),
+    Column("half_width", "+- at that many runs", "pct", digits=2),
+    Column("evidence", "from"),
+)
+
+
+def forecast_table(title: str, goal: str, rows: Sequence[dict[str, Any]], source: str) -> Table:
+    """`duet plan --precision / --detect`: predicted runs, iterations and machine time
+    per benchmark x method (docs/adaptive.md, "Cost model and planning")."""
+    return Table(
+        name="forecast",
+        title=title,
+        columns=FORECAST_COLUMNS,
+        rows=tuple(rows),
+        caption=f"goal: {goal}; predicted from the runs in {source} (cost model)",
+    )
+
+
 _PLAN_KEYS = ("index", "run", "benchmark", "method", "rep", "sides", "slots", "harness")
 
 
