@@ -1,0 +1,195 @@
+"""Measuring until sure on this machine: adaptive against the smallest fixed plan.
+
+    python benchmarks/adaptive_machine_study.py            # precision 1 %, up to 40 runs: ~25-40 min quiet
+    python benchmarks/adaptive_machine_study.py --quick    # precision 5 %, up to 6 runs: ~2-4 min (a check only)
+
+Runs the mixed suite of examples/adaptive/ (benchmarks precise after a few runs and one
+needing 20+) on this machine, on a quiet machine for real figures, and prints the
+Markdown tables for docs/performance.md ("Measuring until sure"):
+
+(a) `duet run --until precise:X%`: runs and machine seconds per benchmark;
+(b) the smallest fixed plan that reaches X % for every benchmark, found on a fixed run
+    of --max-runs repetitions analysed with the fixed-n t interval after its first n
+    runs (machine time measured: the first n runs' seconds). Goal: (a) <= 60 % of (b);
+(d) `duet plan --precision X%` from the fixed run's first 5 repetitions against the
+    runs (a) actually needed. Goal: within a factor of 1.5.
+
+(c), `--method auto` against each fixed method, waits for `method: auto` in the
+scheduler (docs/adaptive.md). Each condition is repeated --tries times (default 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "examples" / "adaptive" / "duet.yml"
+
+
+def duet(*args: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "duetbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def run_adaptive(out: Path, precision: float, max_runs: int) -> dict[str, dict[str, float]]:
+    p = duet(
+        "run",
+        CONFIG,
+        "-o",
+        out,
+        "--until",
+        f"precise:{precision * 100:g}%",
+        "--max-runs",
+        max_runs,
+        "--no-compare",
+    )
+    if p.returncode not in (0, 4):
+        raise SystemExit(f"duet run failed:\n{p.stderr}")
+    stops = json.loads((out / "adaptive" / "stops.json").read_text())["stops"]
+    return {
+        v["benchmark"]: {"runs": v["runs"], "seconds": v["seconds"], "stopped": v["stopped"]}
+        for v in stops.values()
+    }
+
+
+def run_fixed(out: Path, max_runs: int) -> Path:
+    """The suite with a fixed plan of ``max_runs`` repetitions (no stopping rule)."""
+    text = CONFIG.read_text()
+    text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("stop:"))
+    text = text.replace("repetitions: {aduet: 1}", f"repetitions: {{aduet: {max_runs}}}")
+    cfg = CONFIG.parent / f".fixed-{os.getpid()}.yml"  # beside the original: relative paths hold
+    cfg.write_text(text)
+    try:
+        p = duet("run", cfg, "-o", out, "--no-compare")
+    finally:
+        cfg.unlink()
+    if p.returncode not in (0, 4):
+        raise SystemExit(f"duet run (fixed) failed:\n{p.stderr}")
+    return out / "adaptive"
+
+
+def fixed_values(root: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per benchmark: run values (log ratios) and machine seconds, in repetition order."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from duetbench.adaptive import run_level_values
+    from duetbench.dataset import open_dataset
+    from duetbench.store import ResultsStore
+
+    ds = open_dataset(root)
+    values = run_level_values(ds.table, by=("benchmark",))
+    secs: dict[str, dict[int, float]] = {}
+    for _, rec in ResultsStore.open(root).usable_runs():
+        if rec.start_ns and rec.end_ns:
+            secs.setdefault(rec.benchmark, {})[int(rec.rep or 0)] = (
+                rec.end_ns - rec.start_ns
+            ) / 1e9
+    return {
+        b[0]: (v, np.array([secs.get(b[0], {}).get(i, 0.0) for i in range(len(v))]))
+        for b, v in values.items()
+    }
+
+
+def t_half_width(v: np.ndarray) -> float:
+    n = len(v)
+    if n < 2:
+        return math.inf
+    hw = stats.t.ppf(0.975, n - 1) * np.std(v, ddof=1) / math.sqrt(n)
+    return math.expm1(hw)
+
+
+def smallest_fixed(vals: dict[str, tuple[np.ndarray, np.ndarray]], precision: float) -> int | None:
+    longest = min(len(v) for v, _ in vals.values())
+    for n in range(3, longest + 1):
+        if all(t_half_width(v[:n]) <= precision for v, _ in vals.values()):
+            return n
+    return None
+
+
+def predictions(root: Path, precision: float, pilot: int) -> dict[str, int | None]:
+    from duetbench.adaptive.forecast import forecast
+    from duetbench.config import load_config
+    from duetbench.dataset import open_dataset
+
+    ds = open_dataset(root)
+    table = ds.table[ds.table["run"] < pilot]
+    exp = load_config(CONFIG)
+    return {r["benchmark"]: r.get("runs") for r in forecast(exp, table, precision=precision)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="a check that the study works (figures meaningless)"
+    )
+    ap.add_argument("--precision", type=float, default=None, help="relative, e.g. 0.01")
+    ap.add_argument("--max-runs", type=int, default=None)
+    ap.add_argument("--tries", type=int, default=None)
+    args = ap.parse_args()
+    precision = args.precision or (0.05 if args.quick else 0.01)
+    max_runs = args.max_runs or (6 if args.quick else 40)
+    tries = args.tries or (1 if args.quick else 5)
+    t0 = time.monotonic()
+    print(
+        f"## Measuring until sure on this machine (precision {precision * 100:g} %, max {max_runs} runs, {tries} tries)\n"
+    )
+    print(
+        "| try | benchmark | adaptive runs | adaptive s | stop | fixed n (all precise) | fixed s | predicted runs (pilot 5) |"
+    )
+    print("|---|---|---:|---:|---|---:|---:|---:|")
+    ratios, run_ratio, pred_ratio = [], [], []
+    for t in range(tries):
+        with tempfile.TemporaryDirectory(prefix="duet-adaptive-study-") as tmp:
+            a = run_adaptive(Path(tmp) / "a", precision, max_runs)
+            fixed_root = run_fixed(Path(tmp) / "f", max_runs)
+            vals = fixed_values(fixed_root)
+            n = smallest_fixed(vals, precision)
+            pred = predictions(fixed_root, precision, min(5, max_runs))
+        a_s = sum(x["seconds"] for x in a.values())
+        f_s = sum(float(s[:n].sum()) for _, s in vals.values()) if n else math.nan
+        for b in sorted(a):
+            fs = float(vals[b][1][:n].sum()) if n and b in vals else math.nan
+            print(
+                f"| {t + 1} | {b} | {a[b]['runs']} | {a[b]['seconds']:.1f} | {a[b]['stopped']} | "
+                f"{n if n else f'> {max_runs}'} | {fs:.1f} | {pred.get(b)} |"
+            )
+            if a[b]["stopped"] == "precise" and pred.get(b):
+                pred_ratio.append(pred[b] / a[b]["runs"])
+        if n:
+            ratios.append(a_s / f_s)
+            run_ratio.append(np.mean([x["runs"] for x in a.values()]) / n)
+    print("\n| figure | value | goal |\n|---|---:|---|")
+    if ratios:
+        print(
+            f"| adaptive machine time / smallest fixed plan's | {np.mean(ratios):.2f} (max {max(ratios):.2f}) | <= 0.60 |"
+        )
+        print(f"| adaptive average runs / fixed plan's runs | {np.mean(run_ratio):.2f} | |")
+    else:
+        print(
+            f"| adaptive / fixed machine time | no fixed plan of <= {max_runs} runs reached the precision | <= 0.60 |"
+        )
+    if pred_ratio:
+        worst = max(max(pred_ratio), 1 / min(pred_ratio))
+        print(
+            f"| duet plan predicted / needed runs | {min(pred_ratio):.2f} .. {max(pred_ratio):.2f} (worst factor {worst:.2f}) | within 1.5x |"
+        )
+    print(f"\n(took {time.monotonic() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
