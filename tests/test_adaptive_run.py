@@ -139,6 +139,10 @@ def test_until_decided_stops_each_benchmark_and_compare_shows_three_verdicts(
     pred = {r["benchmark"]: r for r in json.loads(f.stdout)["rows"]}
     assert pred["same"]["runs"] is not None and pred["same"]["time_ns"] > 0
     assert pred["noisy"]["runs"] is None or pred["noisy"]["runs"] > 10 * pred["same"]["runs"]
+    # duet report shows the same verdicts
+    md = _cli("report", root, "--format", "markdown")
+    assert md.returncode == 0, md.stderr
+    assert "equivalent" in md.stdout and "inconclusive" in md.stdout and "max\\_runs" in md.stdout
     bad = _cli("plan", cfg, "--precision", "1%")
     assert bad.returncode == 2 and "--from" in bad.stderr
 
