@@ -189,3 +189,46 @@ def test_resume_mid_adaptive_run_reaches_the_same_decisions(tmp_path: Path) -> N
 
     with pytest.raises(ResultsDirError, match="stopping rule"):
         run_experiment(with_stop_overrides(exp, threshold="3%"), tmp_path / "cut", resume=True)
+
+
+def test_method_auto_pilots_every_method_then_measures_with_the_chosen_one(
+    tmp_path: Path,
+) -> None:
+    from duetbench.adaptive import PILOT_RUNS
+
+    cfg = tmp_path / "auto.yml"
+    cfg.write_text(
+        """experiment:
+  name: auto
+  methods: auto
+  stop: {until: decided, threshold: 5%, max_runs: 8}
+benchmarks:
+  slow:
+    iterations: 5
+    A: {command: "sleep 0.02"}
+    B: {command: "sleep 0.03"}
+"""
+    )
+    p = _cli("run", cfg, "-o", tmp_path / "out")
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "out" / "auto"
+    stops = _stops(root)
+    assert set(stops) == {"slow/seqn", "slow/aduet", "slow/sduet"}
+    chosen = {v["auto"]["chosen"] for v in stops.values()}
+    assert len(chosen) == 1
+    (method,) = chosen
+    for key, v in stops.items():
+        choice = v["auto"]["choice"]
+        assert set(choice["scores"]) == {"seqn", "aduet", "sduet"}
+        if v["method"] == method:
+            assert v["stopped"] in ("decided", "max_runs")
+            assert v["analyse_from"] >= PILOT_RUNS  # the pilot runs stay out of the analysis
+        else:
+            assert v["stopped"] == "not chosen" and v["runs"] == PILOT_RUNS, key
+            assert len(v["skipped"]) > 0
+    c = _cli("compare", root, "--format", "json")
+    assert c.returncode == 0, c.stderr
+    rows = json.loads(c.stdout)["rows"]
+    assert [r["method"] for r in rows] == [method]
+    assert rows[0]["explanation"].startswith(f"method auto chose {method}")
+    assert "method auto chose" in p.stdout

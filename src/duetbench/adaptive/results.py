@@ -76,22 +76,31 @@ def adaptive_rows(
             out[col] = default
     out["stop"] = out["stop"].astype(object)
     out["explanation"] = out["explanation"].astype(object)
+    drop: list[Any] = []
     for i, r in out.iterrows():
         bench, method = str(r["benchmark"]), str(r["method"])
         entry = _entry_for(entries, bench, method)
         vals = values.get((bench, method))
         if entry is None or vals is None:
             continue
-        rule = _rule(entry)
-        d = decide(np.asarray(vals), rule, seconds=float(entry.get("seconds") or 0.0))
         stopped = entry.get("stopped")
+        if stopped == "not chosen":  # method auto: another method measured this benchmark
+            drop.append(i)
+            continue
+        rule = _rule(entry)
+        start = int(entry.get("analyse_from") or 0)  # method auto: the pilot runs stay out
+        d = decide(np.asarray(vals)[start:], rule, seconds=float(entry.get("seconds") or 0.0))
         out.at[i, "change"] = d.estimate
         out.at[i, "ci_low"] = d.low if np.isfinite(d.low) else np.nan
         out.at[i, "ci_high"] = d.high if np.isfinite(d.high) else np.nan
         width = d.high - d.low
         out.at[i, "ci_width"] = width if np.isfinite(width) else np.nan
         out.at[i, "verdict"] = d.verdict.value
-        out.at[i, "runs"] = d.runs
+        out.at[i, "runs"] = d.runs + start  # runs done (a pilot's included)
         out.at[i, "stop"] = stopped or ("running" if not d.stop else d.reason.value)
-        out.at[i, "explanation"] = explain(d, stopped)
-    return out
+        choice = (entry.get("auto") or {}).get("choice")
+        text = explain(d, stopped)
+        if choice:
+            text = f"method auto chose {choice.get('explanation')}; {text}"
+        out.at[i, "explanation"] = text
+    return out.drop(index=drop).reset_index(drop=True)

@@ -52,6 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--max-runs", metavar="N", help="most repetitions per benchmark x method (default 50)"
     )
+    g.add_argument(
+        "--method",
+        choices=["auto"],
+        help="auto: a pilot of every method, then the one with the best precision per "
+        "machine-second for each benchmark (docs/adaptive.md)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
     p.add_argument(
         "--no-compare", action="store_true", help="do not print the verdict table at the end"
@@ -60,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..config.stop import with_stop_overrides
+    from ..config.stop import with_auto, with_stop_overrides
     from ..report.progress import RichObserver
     from .compare import print_verdicts_after_run
     from .plan import split_only, this_host_cpus
@@ -68,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
     host_cpus = None if args.cluster else this_host_cpus()
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    if args.method == "auto":
+        exp = with_auto(exp)
     exp = with_stop_overrides(
         exp, until=args.until, threshold=args.threshold, budget=args.budget, max_runs=args.max_runs
     )

@@ -57,6 +57,8 @@ class Benchmark:
     cpus: str | tuple[int, ...] = "auto"  # "auto" | "none" | CPUs to draw from
     # measure until sure (docs/adaptive.md): planned up to stop.max_runs, stopped by the rule
     stop: StopSettings | None = None
+    # methods: auto -- a pilot of every method, then the best per machine-second
+    auto: bool = False
 
     def side(self, pair: str) -> Side:
         return dict(self.sides)[pair]

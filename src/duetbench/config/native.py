@@ -13,7 +13,7 @@ from .errors import dotted, located_error, validate
 from .fields import check_benchmark_name, cpus_value, experiment_name, hang_value
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
-from .stop import StopSettings, parse_stop
+from .stop import StopSettings, auto_benchmark, parse_stop
 from .yamlload import LocatedYaml
 
 #: repetitions of a benchmark when neither it nor `experiment:` sets them
@@ -101,7 +101,7 @@ def _benchmark(
             f"benchmark '{name}' sets both `iterations` and `time_budget`; keep one",
             ("benchmarks", name, "time_budget"),
         )
-    return Benchmark(
+    bench = Benchmark(
         name=name,
         sides=(("A", a), ("B", b)),
         aa=aa,
@@ -117,6 +117,9 @@ def _benchmark(
         cpus=cpus_value(m.cpus if m.cpus is not None else "auto"),
         stop=_stop(doc, name, exp.stop, m.stop),
     )
+    if (m.methods or exp.methods) == "auto":
+        return auto_benchmark(bench)
+    return bench
 
 
 def _stop(

@@ -252,6 +252,7 @@ class NativeBenchmark(NativeSide):
     busy_shorter_side: bool | None = None
     cpus: Cpus | None = None
     stop: dict[str, Any] | None = None  # checked by config/stop.py
+    methods: Literal["auto"] | None = None  # docs/adaptive.md, "Choosing the method"
     A: NativeSide | None = None
     B: NativeSide | None = None
 
@@ -311,6 +312,7 @@ class NativeExperiment(_Strict):
     design: Literal["default", "balanced"] = "default"
     hosts: NativeHosts | None = None
     stop: dict[str, Any] | None = None  # checked by config/stop.py
+    methods: Literal["auto"] | None = None  # docs/adaptive.md, "Choosing the method"
 
 
 class NativeConfig(_Strict):

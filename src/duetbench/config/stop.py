@@ -210,3 +210,18 @@ def with_stop_overrides(
             s = replace(s, max_runs=_count(max_runs, "--max-runs", 2))
         benches.append(replace(b, stop=checked(s, "--until")))
     return replace(exp, benchmarks=tuple(benches))
+
+
+def auto_benchmark(bench: Any) -> Any:
+    """``bench`` under `methods: auto` (docs/adaptive.md): every method it can run is
+    planned (seqn, aduet, and sduet unless an external harness lacks a sync_command)
+    and measured until sure (its `stop:`, else the default rule)."""
+    external = bench.harness != "command"
+    sync_ok = not external or all(s.sync_command for _, s in bench.sides)
+    reps = (("seqn", 1), ("aduet", 1), ("sduet", 1 if sync_ok else 0))
+    return replace(bench, auto=True, repetitions=reps, stop=bench.stop or StopSettings())
+
+
+def with_auto(exp: Any) -> Any:
+    """`duet run --method auto`: every benchmark under `methods: auto`."""
+    return replace(exp, benchmarks=tuple(auto_benchmark(b) for b in exp.benchmarks))

@@ -253,7 +253,8 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
         columns = (*VERDICT_COLUMNS[:-1], Column("stop", "stop"), VERDICT_COLUMNS[-1])
         caption = adaptive_caption(opts)
         for r in rows.to_dict("records"):
-            if r.get("explanation") and r.get("verdict") == "inconclusive":
+            text = str(r.get("explanation") or "")
+            if text and (r.get("verdict") == "inconclusive" or text.startswith("method auto")):
                 notes.append(Note("note", f"{r['benchmark']} {r['method']}: {r['explanation']}"))
     return Table(
         name="verdicts",

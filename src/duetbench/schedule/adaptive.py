@@ -46,6 +46,16 @@ class _State:
     decisions: dict[str, Any] = field(default_factory=dict)  # table benchmark -> Decision
     stopped: str | None = None  # the stop reason once stopped
     skipped: list[str] = field(default_factory=list)
+    analyse_from: int = 0  # method auto: values before this are pilot runs (left out)
+
+
+@dataclass
+class _Auto:
+    """`methods: auto` of one benchmark: its methods, the choice and its evidence."""
+
+    methods: tuple[str, ...]
+    chosen: str | None = None
+    choice: Any = None  # adaptive.MethodChoice
 
 
 def _run_seconds(record: RunRecord) -> float:
@@ -65,6 +75,7 @@ class StopTracker:
         self.states: dict[str, _State] = {
             key: _State(s, StopRule.create(**s.rule_kwargs())) for key, s in stops.items()
         }
+        self.autos: dict[str, _Auto] = {}
 
     @classmethod
     def for_experiment(cls, store: ResultsStore, exp: Any, plan: list[RunSpec]) -> StopTracker:
@@ -75,7 +86,11 @@ class StopTracker:
             for m in Method:
                 if b.reps(m) > 0:
                     stops[stop_key(b.name, str(m))] = b.stop
-        return cls(store, plan, stops)
+        tracker = cls(store, plan, stops)
+        for b in exp.benchmarks:
+            if b.auto:
+                tracker.autos[b.name] = _Auto(tuple(str(m) for m in Method if b.reps(m) > 0))
+        return tracker
 
     @property
     def active(self) -> bool:
@@ -108,7 +123,39 @@ class StopTracker:
         st.reps += 1
         for bench, value in self._values(records).items():
             st.values.setdefault(bench, []).append(value)
+        auto = self.autos.get(spec.benchmark)
+        if auto is not None and not self._choose(spec.benchmark, auto):
+            return False  # the pilot goes on
+        if st.stopped is not None:  # not the method chosen
+            return True
         return self._decide(st)
+
+    def _method_values(self, bench: str, method: str) -> list[float]:
+        st = self.states[stop_key(bench, method)]
+        if bench in st.values:
+            return st.values[bench]
+        return st.values[min(st.values)] if st.values else []
+
+    def _choose(self, bench: str, auto: _Auto) -> bool:
+        """Method auto: choose (or re-check) once every method has its pilot runs; the
+        others stop as ``not chosen`` (docs/adaptive.md). False: still piloting."""
+        from ..adaptive import PILOT_RUNS, choose_method
+
+        values = {m: self._method_values(bench, m) for m in auto.methods}
+        if any(len(v) < PILOT_RUNS for v in values.values()):
+            return False
+        seconds = {m: self.states[stop_key(bench, m)].seconds for m in auto.methods}
+        choice = choose_method(values, seconds, current=auto.chosen)
+        if choice.method != auto.chosen:
+            for m in auto.methods:
+                st = self.states[stop_key(bench, m)]
+                if m == choice.method:
+                    st.stopped, st.analyse_from = None, choice.analyse_from
+                elif st.stopped is None:
+                    st.stopped = "not chosen"
+            auto.chosen = choice.method
+        auto.choice = choice
+        return True
 
     def _values(self, records: list[RunRecord]) -> dict[str, float]:
         import pandas as pd
@@ -134,9 +181,9 @@ class StopTracker:
 
         rule = st.rule
         for bench, vals in st.values.items():
-            st.decisions[bench] = decide(vals, rule, seconds=st.seconds)
+            st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
         per_rep = st.seconds / st.reps if st.reps else 0.0
-        if st.reps >= rule.max_runs:
+        if st.reps >= rule.max_runs:  # the planned repetitions (the pilot's included)
             reason = StopReason.MAX_RUNS
         elif rule.budget_s is not None and st.reps and st.seconds + per_rep > rule.budget_s:
             reason = StopReason.BUDGET
@@ -173,7 +220,14 @@ class StopTracker:
                     for b, d in sorted(st.decisions.items())
                 },
                 "skipped": sorted(st.skipped),
+                "analyse_from": st.analyse_from,
             }
+            auto = self.autos.get(bench)
+            if auto is not None:
+                out[key]["auto"] = {
+                    "chosen": auto.chosen,
+                    **({"choice": auto.choice.to_json()} if auto.choice is not None else {}),
+                }
         return {"kind": "duetbench-stops", "stops": out}
 
     def write(self) -> None:
