@@ -14,8 +14,13 @@ Markdown tables for docs/performance.md ("Measuring until sure"):
 (d) `duet plan --precision X%` from the fixed run's first 5 repetitions against the
     runs (a) actually needed. Goal: within a factor of 1.5.
 
-(c), `--method auto` against each fixed method, waits for `method: auto` in the
-scheduler (docs/adaptive.md). Each condition is repeated --tries times (default 5).
+(c) `--method auto` against each fixed method at equal budget (--budget per benchmark),
+    quiet and under `duet noise --pattern mixed` (the config's `background:`): the final
+    interval's width of auto / of the best fixed method. Goal: never above 1.15. The
+    budget bounds each benchmark x method: auto's chosen method gets all of it on top of
+    the other methods' pilots (5 runs each), so auto uses somewhat more machine time;
+    the table says how much (auto s).
+Each condition is repeated --tries times (default 5).
 """
 
 from __future__ import annotations
@@ -66,6 +71,61 @@ def run_adaptive(out: Path, precision: float, max_runs: int) -> dict[str, dict[s
         v["benchmark"]: {"runs": v["runs"], "seconds": v["seconds"], "stopped": v["stopped"]}
         for v in stops.values()
     }
+
+
+def _variant(out: Path, replace: dict[str, str], background: str | None = None) -> Path:
+    """Run a variant of the suite's config (lines replaced by key) and return its root."""
+    lines = []
+    for line in CONFIG.read_text().splitlines():
+        key = line.strip().split(":", 1)[0]
+        if key in replace:
+            line = f"  {key}: {replace[key]}" if replace[key] else ""
+        lines.append(line)
+        if background and line.startswith("  seed:"):
+            lines.append(f"  background: {background}")
+    cfg = CONFIG.parent / f".variant-{os.getpid()}.yml"
+    cfg.write_text("\n".join(lines) + "\n")
+    try:
+        p = duet("run", cfg, "-o", out, "--no-compare")
+    finally:
+        cfg.unlink()
+    if p.returncode not in (0, 4):
+        raise SystemExit(f"duet run failed:\n{p.stderr}")
+    return out / "adaptive"
+
+
+def widths(root: Path) -> dict[str, float]:
+    p = duet("compare", root, "--format", "json")
+    if p.returncode != 0:
+        raise SystemExit(f"duet compare failed:\n{p.stderr}")
+    out = {}
+    for r in json.loads(p.stdout)["rows"]:
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        out[r["benchmark"]] = (hi - lo) if lo is not None and hi is not None else math.inf
+    return out
+
+
+def method_study(tmp: Path, budget: float, noisy: bool, seed: int) -> dict[str, dict[str, float]]:
+    """Final interval width per benchmark: auto and each fixed method at equal budget."""
+    stop = f"{{until: precise, precision: 0.1%, budget: {budget:g}s, max_runs: 200}}"
+    bg = f"python3 -m duetbench noise --pattern mixed --seed {seed}" if noisy else None
+    out: dict[str, dict[str, float]] = {}
+    variants = {"auto": {"stop": stop, "repetitions": "{aduet: 1}", "methods": "auto"}}
+    for m in ("seqn", "aduet", "sduet"):
+        variants[m] = {"stop": stop, "repetitions": f"{{{m}: 1}}"}
+    for label, rep in variants.items():
+        if "methods" in rep:  # not a key of the original: add it after repetitions
+            rep = {**rep, "repetitions": f"{rep['repetitions']}\n  methods: auto"}
+            rep.pop("methods")
+        root = _variant(tmp / label, rep, bg)
+        for b, w in widths(root).items():
+            out.setdefault(b, {})[label] = w
+        for v in json.loads((root / "stops.json").read_text())["stops"].values():
+            key = f"{label} s"
+            out.setdefault(v["benchmark"], {})[key] = (
+                out[v["benchmark"]].get(key, 0.0) + v["seconds"]
+            )
+    return out
 
 
 def run_fixed(out: Path, max_runs: int) -> Path:
@@ -140,6 +200,8 @@ def main() -> None:
     ap.add_argument("--precision", type=float, default=None, help="relative, e.g. 0.01")
     ap.add_argument("--max-runs", type=int, default=None)
     ap.add_argument("--tries", type=int, default=None)
+    ap.add_argument("--budget", type=float, default=None, help="(c): machine seconds per benchmark")
+    ap.add_argument("--skip-methods", action="store_true", help="leave out (c)")
     args = ap.parse_args()
     precision = args.precision or (0.05 if args.quick else 0.01)
     max_runs = args.max_runs or (6 if args.quick else 40)
@@ -152,7 +214,7 @@ def main() -> None:
         "| try | benchmark | adaptive runs | adaptive s | stop | fixed n (all precise) | fixed s | predicted runs (pilot 5) |"
     )
     print("|---|---|---:|---:|---|---:|---:|---:|")
-    ratios, run_ratio, pred_ratio = [], [], []
+    ratios, run_ratio, pred_ratio, auto_ratio = [], [], [], []
     for t in range(tries):
         with tempfile.TemporaryDirectory(prefix="duet-adaptive-study-") as tmp:
             a = run_adaptive(Path(tmp) / "a", precision, max_runs)
@@ -173,6 +235,30 @@ def main() -> None:
         if n:
             ratios.append(a_s / f_s)
             run_ratio.append(np.mean([x["runs"] for x in a.values()]) / n)
+    if not args.skip_methods:
+        print("\n### (c) method auto against each fixed method at equal budget\n")
+        print(
+            "| condition | try | benchmark | auto width | seqn | aduet | sduet | auto / best fixed |"
+        )
+        print("|---|---|---|---:|---:|---:|---:|---:|")
+        for noisy in (False, True):
+            for t in range(tries):
+                with tempfile.TemporaryDirectory(prefix="duet-auto-study-") as tmp:
+                    res = method_study(
+                        Path(tmp), args.budget or (20 if args.quick else 120), noisy, t
+                    )
+                for b, w in sorted(res.items()):
+                    best_m = min(("seqn", "aduet", "sduet"), key=lambda m: w.get(m, math.inf))
+                    best = w.get(best_m, math.inf)
+                    ratio = w.get("auto", math.inf) / best if best > 0 else math.nan
+                    auto_ratio.append(ratio)
+                    cells = " | ".join(
+                        f"{w.get(m, math.nan) * 100:.2f} %"
+                        for m in ("auto", "seqn", "aduet", "sduet")
+                    )
+                    print(
+                        f"| {'noisy' if noisy else 'quiet'} | {t + 1} | {b} | {cells} | {ratio:.2f} |"
+                    )
     print("\n| figure | value | goal |\n|---|---:|---|")
     if ratios:
         print(
@@ -188,6 +274,8 @@ def main() -> None:
         print(
             f"| duet plan predicted / needed runs | {min(pred_ratio):.2f} .. {max(pred_ratio):.2f} (worst factor {worst:.2f}) | within 1.5x |"
         )
+    if auto_ratio:
+        print(f"| auto interval / best fixed method's | max {max(auto_ratio):.2f} | <= 1.15 |")
     print(f"\n(took {time.monotonic() - t0:.0f} s)")
 
 
