@@ -1,6 +1,6 @@
 """Measuring until sure on this machine: adaptive against the smallest fixed plan.
 
-    python benchmarks/adaptive_machine_study.py            # precision 1 %, up to 40 runs: ~25-40 min quiet
+    python benchmarks/adaptive_machine_study.py            # precision 1 %, up to 40 runs: ~60-75 min quiet
     python benchmarks/adaptive_machine_study.py --quick    # precision 5 %, up to 6 runs: ~2-4 min (a check only)
 
 Runs the mixed suite of examples/adaptive/ (benchmarks precise after a few runs and one
@@ -245,7 +245,7 @@ def main() -> None:
             for t in range(tries):
                 with tempfile.TemporaryDirectory(prefix="duet-auto-study-") as tmp:
                     res = method_study(
-                        Path(tmp), args.budget or (20 if args.quick else 120), noisy, t
+                        Path(tmp), args.budget or (5 if args.quick else 15), noisy, t
                     )
                 for b, w in sorted(res.items()):
                     best_m = min(("seqn", "aduet", "sduet"), key=lambda m: w.get(m, math.inf))
