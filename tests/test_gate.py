@@ -163,3 +163,41 @@ def test_bisect_finds_the_commit_that_made_it_slower(tmp_path: Path) -> None:
     assert "skip build failed" in p.stdout
     assert "slower" in p.stdout.split("first bad commit:")[1]
     assert git(repo, "worktree", "list").count("\n") == 0
+
+
+def test_gate_interrupted_during_a_build_removes_its_worktrees(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    repo = make_repo(tmp_path, [5.0, 5.0])
+    marker = tmp_path / "building"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "duetbench",
+            "gate",
+            "--base",
+            "c0",
+            "--head",
+            "c1",
+            "--build",
+            f"touch '{marker}'; sleep 60",
+            "duet.yml",
+            "-o",
+            str(tmp_path / "r"),
+        ],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60  # only catches a hang
+    while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    assert git(repo, "worktree", "list").count("\n") == 2  # base and head are checked out
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert git(repo, "worktree", "list").count("\n") == 0

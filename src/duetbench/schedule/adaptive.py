@@ -17,6 +17,7 @@ from typing import Any
 
 from ..adaptive.results import explain
 from ..config.stop import StopSettings
+from ..errors import DuetError
 from ..plan import RunSpec
 from ..records import RunRecord
 from ..schema import Method
@@ -168,7 +169,7 @@ class StopTracker:
             return {}
         try:
             values = run_level_values(pd.concat(tables, ignore_index=True))
-        except Exception:  # noqa: BLE001 - a run without pairs gives no value, never a crash
+        except DuetError:  # e.g. a run without pairs: no value (the rule waits for more)
             return {}
         return {
             str(key[1]): float(v[-1])
