@@ -232,3 +232,9 @@ benchmarks:
     assert [r["method"] for r in rows] == [method]
     assert rows[0]["explanation"].startswith(f"method auto chose {method}")
     assert "method auto chose" in p.stdout
+    # duet evaluate reports the observed precision per machine-second of every method
+    e = _cli("evaluate", root, "--format", "json")
+    assert e.returncode == 0, e.stderr
+    prec = {r["method"]: r for r in json.loads(e.stdout)["tables"]["precision"]}
+    assert set(prec) == {"seqn", "aduet", "sduet"}
+    assert all(r["half_width_per_hour"] > 0 and r["seconds_per_run"] > 0 for r in prec.values())
