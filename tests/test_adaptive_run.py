@@ -238,3 +238,28 @@ benchmarks:
     prec = {r["method"]: r for r in json.loads(e.stdout)["tables"]["precision"]}
     assert set(prec) == {"seqn", "aduet", "sduet"}
     assert all(r["half_width_per_hour"] > 0 and r["seconds_per_run"] > 0 for r in prec.values())
+
+
+def test_a_cluster_run_decides_in_plan_order_as_resume_replays_it(tmp_path: Path) -> None:
+    """On a cluster runs finish out of order; the tracker takes them in repetition
+    order, so the decisions written live are those a replay of the finished runs in
+    plan order (what --resume does) reaches."""
+    from duetbench.plan import make_plan
+    from duetbench.schedule.adaptive import StopTracker
+    from duetbench.store import ResultsStore
+
+    cfg = _config(tmp_path, max_runs=8)
+    p = _cli("run", cfg, "-o", tmp_path / "out", "--cluster", "local:2", "--no-compare")
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "out" / "adapt"
+    store = ResultsStore.open(root)
+    exp = load_config(cfg)
+    tracker = StopTracker.for_experiment(store, exp, make_plan(exp))
+    tracker.replay(set(store.finished()))
+    replayed = tracker.document()["stops"]
+    keep = ("reason", "verdict", "estimate", "low", "high", "runs")
+    live = _stops(root)
+    for key, v in live.items():
+        assert v["stopped"] == replayed[key]["stopped"] and v["runs"] == replayed[key]["runs"]
+        for b, d in v["decisions"].items():
+            assert {f: d[f] for f in keep} == {f: replayed[key]["decisions"][b][f] for f in keep}

@@ -48,6 +48,8 @@ class _State:
     stopped: str | None = None  # the stop reason once stopped
     skipped: list[str] = field(default_factory=list)
     analyse_from: int = 0  # method auto: values before this are pilot runs (left out)
+    next_rep: int = 0  # runs are taken in repetition order (a cluster finishes them out of order)
+    waiting: dict[int, list[tuple[RunSpec, RunRecord]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,9 +109,25 @@ class StopTracker:
         return True
 
     def observe(self, spec: RunSpec, record: RunRecord) -> bool:
-        """Take a finished run; True when its benchmark x method stops with it."""
+        """Take a finished run; True when its benchmark x method stops with it.
+
+        Runs are taken in repetition order: one that finishes before an earlier
+        repetition of its benchmark x method (on a cluster) waits for it, so the
+        decisions are those of the plan's order, as ``--resume`` replays them."""
         st = self.states.get(stop_key(spec.benchmark, spec.method))
         if st is None or st.stopped is not None:
+            return False
+        st.waiting.setdefault(spec.rep, []).append((spec, record))
+        stopped = False
+        need = 2 if spec.method == Method.SEQN else 1
+        while len(st.waiting.get(st.next_rep, ())) >= need and st.stopped is None:
+            for s2, r2 in st.waiting.pop(st.next_rep):
+                stopped |= self._take(st, s2, r2)
+            st.next_rep += 1
+        return stopped
+
+    def _take(self, st: _State, spec: RunSpec, record: RunRecord) -> bool:
+        if st.stopped is not None:
             return False
         st.seconds += _run_seconds(record)
         if spec.method == Method.SEQN:

@@ -34,9 +34,10 @@ import time
 from pathlib import Path
 
 from ...config.model import Experiment
-from ...errors import ConfigError, ExecutorError
+from ...errors import ExecutorError
 from ...plan import RunSpec, make_plan
 from ...store import ResultsStore
+from ..adaptive import StopTracker
 from ..inline import (
     ExperimentSummary,
     NullObserver,
@@ -87,11 +88,6 @@ def run_experiment_cluster(
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
     (plus ``cluster.jsonl``), and every finished run is kept exactly once. The experiment
     directory is locked before the cluster is contacted (store/lock.py)."""
-    if any(b.stop is not None for b in exp.benchmarks):
-        raise ConfigError(
-            "measuring until sure (stop: / --until) runs on this machine only for now; run "
-            "without --cluster, or give the benchmarks fixed repetitions (docs/adaptive.md)"
-        )
     with ResultsStore.lock(results_root(exp, out_dir)):
         return _run_cluster_locked(
             exp,
@@ -143,7 +139,16 @@ def _run_cluster_locked(
                 coord = Coordinator(
                     client, exp, store, plan_all, todo, observer, session, address, wait_s
                 )
-                _coordinate(coord, plan, summary)
+                tracker = StopTracker.for_experiment(store, exp, plan_all)
+                if tracker.active:
+                    tracker.replay(set(finished))
+                    tracker.write()
+                    coord.tracker = tracker
+                    summary.adaptive = True
+                try:
+                    _coordinate(coord, plan, summary)
+                finally:
+                    tracker.write()
         except KeyboardInterrupt:
             if summary is not None:
                 summary.interrupted = True
