@@ -99,7 +99,16 @@ def test_a_table_from_another_tool_gets_the_core_columns_in_order():
 def test_the_enums_are_the_strings_of_the_files():
     assert METHODS == ("seqn", "aduet", "sduet") and tuple(Method) == METHODS
     assert SIDES == ("A", "B") and SideName.A.other == "B"
-    assert VERDICTS == ("slower", "faster", "same", "same (below threshold)", "no data")
+    assert VERDICTS == (
+        "slower",
+        "faster",
+        "same",
+        "same (below threshold)",
+        "no data",
+        "equivalent",
+        "inconclusive",
+    )
+    assert Verdict.EQUIVALENT.is_same and not Verdict.INCONCLUSIVE.is_same
     assert Verdict.BELOW_THRESHOLD.is_same and not Verdict.SLOWER.is_same
     assert [s.value for s in RunStatus] == [
         "ok",

@@ -79,6 +79,8 @@ class Dataset:
     excluded: Mapping[str, Any] = field(default_factory=dict)
     hosts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     run_flags: Mapping[tuple[str, str], RunFlags] = field(default_factory=dict)
+    #: stops.json of an adaptive experiment (docs/adaptive.md); None for a fixed plan
+    stops: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -109,6 +111,7 @@ def open_dataset(path: str | Path) -> Dataset:
             excluded,
             store.hosts(),
             run_flags(store),
+            store.stops(),
         )
     df = load(path)
     exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None

@@ -203,6 +203,23 @@ def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
     return runs
 
 
+def _rounds(seed: int, raw: list[tuple[Benchmark, dict[str, Any]]]) -> list[Any]:
+    """RMIT in rounds for adaptive experiments (docs/adaptive.md): round r holds
+    repetition r of every benchmark x method (a seqn repetition's two runs together),
+    shuffled with the seed. A benchmark stopped by its rule leaves the later rounds,
+    so the interleaving continues among the benchmarks still running, and a
+    repetition's runs finish in repetition order."""
+    by_round: dict[int, list[tuple[Benchmark, dict[str, Any]]]] = {}
+    for item in raw:
+        by_round.setdefault(int(item[1]["rep"]), []).append(item)
+    out = []
+    for r in sorted(by_round):
+        items = by_round[r]
+        perm = np.random.default_rng([seed, seed_key("rmit", r)]).permutation(len(items))
+        out.extend(items[i] for i in perm)
+    return out
+
+
 def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) -> list[RunSpec]:
     """The ordered runs of ``exp``; ``only`` keeps the named benchmarks (same draws as unfiltered)."""
     names = [b.name for b in exp.benchmarks]
@@ -226,7 +243,9 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
     raw: list[tuple[Benchmark, dict[str, Any]]] = []
     for bench in exp.benchmarks:
         raw.extend((bench, r) for r in _runs_of(exp, bench))
-    if exp.schedule == "rmit":
+    if exp.schedule == "rmit" and any(b.stop is not None for b in exp.benchmarks):
+        raw = _rounds(exp.seed, raw)
+    elif exp.schedule == "rmit":
         perm = np.random.default_rng([exp.seed, seed_key("rmit")]).permutation(len(raw))
         raw = [raw[i] for i in perm]
     container = {

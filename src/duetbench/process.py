@@ -81,27 +81,15 @@ def process(root: str | Path) -> ProcessReport:
     report = ProcessReport(table=pd.DataFrame())
     frames: list[pd.DataFrame] = []
     parsers: dict[str, Any] = {}
-    for run_id, run in store.usable_runs():  # damage is an error, never a skipped run
+    for _run_id, run in store.usable_runs():  # damage is an error, never a skipped run
         if run.status not in USABLE_STATUSES:
             report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
         if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
             report.runs_partial += 1
-        harness = run.spec.get("harness", "command")
-        try:
-            parser = parsers.get(harness) or get_parser(harness)
-        except DuetError as exc:
-            report.problems.append(f"{run_id}: {exc}")
-            continue
-        parsers[harness] = parser
-        context = _RunContext(store, name, run, hosts, host_cols)
-        used = False
-        for side in run.sides.values():
-            df = _side_table(context, side, parser, harness, report)
-            if df is not None:
-                frames.append(df)
-                used = True
-        report.runs_used += int(used)
+        got = _run_frames(_RunContext(store, name, run, hosts, host_cols), parsers, report)
+        frames.extend(got)
+        report.runs_used += int(bool(got))
     if frames:
         table = pd.concat(frames, ignore_index=True)
     else:
@@ -114,6 +102,38 @@ def process(root: str | Path) -> ProcessReport:
     report.table = order_columns(table)
     _check_loops(report.table, store.root)
     return report
+
+
+def _run_frames(
+    context: _RunContext, parsers: dict[str, Any], report: ProcessReport
+) -> list[pd.DataFrame]:
+    """The iterations of one run's sides (parsers: cache by harness)."""
+    run = context.run
+    harness = run.spec.get("harness", "command")
+    try:
+        parser = parsers.get(harness) or get_parser(harness)
+    except DuetError as exc:
+        report.problems.append(f"{run.run_id}: {exc}")
+        return []
+    parsers[harness] = parser
+    frames = []
+    for side in run.sides.values():
+        df = _side_table(context, side, parser, harness, report)
+        if df is not None:
+            frames.append(df)
+    return frames
+
+
+def run_table(store: ResultsStore, run: RunRecord) -> pd.DataFrame | None:
+    """The iterations of one finished run, as `duet process` reads them (None: nothing
+    usable). The adaptive scheduler parses each run once, as it finishes."""
+    if run.status not in USABLE_STATUSES:
+        return None
+    exp = store.experiment()
+    hosts = store.hosts()
+    context = _RunContext(store, exp.get("name", store.root.name), run, hosts, _host_columns(hosts))
+    frames = _run_frames(context, {}, ProcessReport(table=pd.DataFrame()))
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def _check_loops(table: pd.DataFrame, path: str | Path) -> None:

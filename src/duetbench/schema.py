@@ -85,10 +85,13 @@ class Verdict(StrEnum):
     SAME = "same"
     BELOW_THRESHOLD = "same (below threshold)"  # a change, but smaller than --threshold
     NO_DATA = "no data"
+    # adaptive experiments (docs/adaptive.md, "The verdicts"): the anytime-valid interval
+    EQUIVALENT = "equivalent"  # the interval lies inside (-threshold, +threshold)
+    INCONCLUSIVE = "inconclusive"  # a limit ended the benchmark before its goal
 
     @property
     def is_same(self) -> bool:
-        return self in (Verdict.SAME, Verdict.BELOW_THRESHOLD)
+        return self in (Verdict.SAME, Verdict.BELOW_THRESHOLD, Verdict.EQUIVALENT)
 
 
 #: Verdict texts in order.

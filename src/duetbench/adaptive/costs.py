@@ -219,3 +219,25 @@ def estimate_costs(
             seconds_fixed=max(0.0, per_run - i0 * per_it),
         )
     return models
+
+
+def precision_per_second(df: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Observed precision per machine-second of every (suite, benchmark, method) with at
+    least 2 runs: runs, machine seconds per repetition, spread of the run values and the
+    relative half-width of a 95 % interval after one machine-hour at that rate (`duet
+    evaluate`'s ``precision`` table; lower is better)."""
+    rows = []
+    for (suite, bench, method), m in sorted(estimate_costs(df, runs).items()):
+        per_hour = math.expm1(1.959964 * math.sqrt(m.variance_per_second / 3600.0))
+        rows.append(
+            {
+                "suite": suite,
+                "benchmark": bench,
+                "method": method,
+                "runs": int(m.runs),
+                "seconds_per_run": float(m.seconds_per_run),
+                "run_sd": math.sqrt(m.run_var),
+                "half_width_per_hour": per_hour,
+            }
+        )
+    return pd.DataFrame(rows)

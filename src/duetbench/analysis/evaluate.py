@@ -100,6 +100,16 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "std_ns": N,
         "cv": N,
     },
+    # observed precision per machine-second of each method (docs/adaptive.md)
+    "precision": {
+        "suite": S,
+        "benchmark": S,
+        "method": S,
+        "runs": INT,
+        "seconds_per_run": N,
+        "run_sd": N,
+        "half_width_per_hour": N,
+    },
     "tests": {
         "host": S,
         "suite": S,
@@ -214,6 +224,8 @@ class Evaluation:
     mds_curve: pd.DataFrame
     mds_detail: pd.DataFrame
     hosts: pd.DataFrame
+    #: observed precision per machine-second of each method (docs/adaptive.md)
+    precision: pd.DataFrame = field(default_factory=lambda: _empty("precision"))
     #: names of the benchmarks treated as A/A experiments
     aa_benchmarks: tuple[str, ...] = ()
     #: the options that produced it (``settings.settings()``: the JSON ``settings`` block)
@@ -477,6 +489,12 @@ def _hosts_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df[["host", *host_cols]].drop_duplicates("host").sort_values("host")
 
 
+def _precision_rows(prep: pd.DataFrame) -> pd.DataFrame:
+    from ..adaptive.costs import precision_per_second  # adaptive imports analysis
+
+    return precision_per_second(prep)
+
+
 def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -> Evaluation:
     """Evaluate an experiment (thesis ch. 5, duet paper sec. 4; docs/evaluate.md).
 
@@ -520,6 +538,7 @@ def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -
     cv_tab = _guard(
         "cv", problems, lambda: cv(prep, warmup=w, winsorize=opts.compare.winsorize, by=KEYS)
     )
+    precision = _guard("precision", problems, lambda: _precision_rows(prep))
     # computed in this order: the problems are listed in it
     overlap = _guard("overlap", problems, lambda: _overlap_rows(x))
     aa_by_overlap = _guard("aa_by_overlap", problems, lambda: _aa_overlap_rows(x))
@@ -541,6 +560,7 @@ def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -
         mds_curve=_shape("mds_curve", curve),
         mds_detail=mds_detail,
         hosts=_shape("hosts", _hosts_rows(df)),
+        precision=precision,
         aa_benchmarks=x.aa_names,
         settings=opts,
         problems=tuple(problems),

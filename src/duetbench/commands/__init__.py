@@ -22,4 +22,6 @@ COMMANDS = (
     "noise",
     "history",
     "dashboard",
+    "gate",
+    "bisect",
 )

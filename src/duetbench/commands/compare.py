@@ -8,6 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..dataset import Dataset
+    from ..options import CompareOptions
+
 from ._options import add_compare_options, add_source_command, compare_options, with_seed
 
 if TYPE_CHECKING:
@@ -43,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     dataset = open_dataset(args.source)
     opts = with_seed(opts, args, dataset.seed)
     rows, opts = compare_rows(dataset.table, opts, run_stat_given=args.run_stat is not None)
+    rows = with_adaptive(rows, dataset, opts)
     if args.format == "json":
         write_output(dumps(compare_doc(rows, dataset, opts)), args.output)
     elif args.format == "markdown":
@@ -96,6 +104,7 @@ def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
     dataset = open_dataset(root)
     opts = CompareOptions.create(seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat)
     rows, opts = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
+    rows = with_adaptive(rows, dataset, opts)
     if fmt == "json":
         write_output(dumps(compare_doc(rows, dataset, opts)), None)
     elif fmt == "markdown":
@@ -103,6 +112,16 @@ def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
     else:
         print_verdicts(verdict_table(rows, dataset, opts))
     return bool((rows["verdict"] == "slower").any())
+
+
+def with_adaptive(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> pd.DataFrame:
+    """An adaptive experiment's rows use the interval its stopping rule used
+    (docs/adaptive.md, "Analysing an adaptive experiment"); a fixed plan's are unchanged."""
+    if not dataset.stops:
+        return rows
+    from ..adaptive.results import adaptive_rows
+
+    return adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
 
 
 def print_verdicts_after_run(root: Path) -> None:
@@ -121,6 +140,7 @@ def print_verdicts_after_run(root: Path) -> None:
             return
         opts = CompareOptions(seed=dataset.seed).checked()
         rows, opts = compare_rows(dataset.table, opts, run_stat_given=False)
+        rows = with_adaptive(rows, dataset, opts)
     except DuetError as exc:
         print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
         return

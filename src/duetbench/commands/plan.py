@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config.limits import HostCpus
@@ -22,6 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-cpu-check",
         action="store_true",
         help="do not check `cpus:` lists against this host's CPUs (for a plan of cluster runs)",
+    )
+    g = p.add_argument_group("predictions (docs/adaptive.md, 'Cost model and planning')")
+    goal = g.add_mutually_exclusive_group()
+    goal.add_argument(
+        "--precision",
+        metavar="P",
+        help="predict runs and machine time for an interval of +-P, e.g. 1%%",
+    )
+    goal.add_argument(
+        "--detect", metavar="C", help="predict runs for 80 %% power to detect a change C, e.g. 2%%"
+    )
+    g.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="RESULTS",
+        help="earlier results directory (or iterations table) of these benchmarks",
     )
 
 
@@ -54,9 +71,48 @@ def run(args: argparse.Namespace) -> int:
     )
     host_cpus = None if args.no_cpu_check else this_host_cpus(note)
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    if args.precision or args.detect or args.source:
+        return forecast_command(args, exp)
     plan = make_plan(exp, split_only(args.only))
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in plan], indent=2))
         return 0
     print_titled(plan_table(exp, plan), make_console())
+    return 0
+
+
+def forecast_command(args: argparse.Namespace, exp: Any) -> int:
+    """`duet plan --precision P | --detect C --from RESULTS`."""
+    import json
+
+    from ..config.stop import parse_fraction
+    from ..errors import ConfigError
+
+    if not (args.precision or args.detect) or not args.source:
+        raise ConfigError(
+            "predictions need a goal and earlier runs: duet plan duet.yml --precision 1% "
+            "--from results/OLD (or --detect 2%)"
+        )
+    precision = parse_fraction(args.precision, "--precision") if args.precision else None
+    detect = parse_fraction(args.detect, "--detect") if args.detect else None
+    if (precision is not None and precision <= 0) or (detect is not None and detect <= 0):
+        raise ConfigError("--precision / --detect must be more than 0 %, e.g. 1%")
+    from ..adaptive.forecast import forecast
+    from ..dataset import open_dataset
+    from ..report.tables import forecast_table
+    from ..report.terminal import make_console, print_titled
+
+    dataset = open_dataset(args.source)
+    rows = forecast(
+        exp, dataset.table, precision=precision, detect=detect, only=split_only(args.only)
+    )
+    goal = (
+        f"interval within +-{args.precision}"
+        if precision is not None
+        else f"80 % power to detect {args.detect}"
+    )
+    if args.format == "json":
+        print(json.dumps({"goal": goal, "source": str(args.source), "rows": rows}, indent=2))
+        return 0
+    print_titled(forecast_table(exp.name, goal, rows, str(args.source)), make_console())
     return 0

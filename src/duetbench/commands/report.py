@@ -30,10 +30,13 @@ def run(args: argparse.Namespace) -> int:
     from ..report.html import render_html
     from ..report.markdown import report_markdown
     from ._output import write_output
+    from .compare import with_adaptive
     from .evaluate import evaluate_source
 
     opts = report_options(args)
     ev, dataset = evaluate_source(args, opts.evaluate)
+    # an adaptive experiment's verdicts use its stopping rule's interval (docs/adaptive.md)
+    ev = replace(ev, verdicts=with_adaptive(ev.verdicts, dataset, ev.settings.compare))
     if args.format == "markdown":
         write_output(report_markdown(ev, dataset), args.output)
         return 0

@@ -41,6 +41,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cluster", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786 or local:N"
     )
+    g = p.add_argument_group("measuring until sure (docs/adaptive.md)")
+    g.add_argument(
+        "--until",
+        metavar="GOAL",
+        help="stop each benchmark x method when its goal is reached: precise:P (interval "
+        "within +-P, e.g. precise:1%%) or decided (slower/faster/equivalent at --threshold)",
+    )
+    g.add_argument("--threshold", metavar="T", help="practical threshold of the verdicts, e.g. 2%%")
+    g.add_argument("--budget", metavar="TIME", help="machine time per benchmark x method, e.g. 20m")
+    g.add_argument(
+        "--max-runs", metavar="N", help="most repetitions per benchmark x method (default 50)"
+    )
+    g.add_argument(
+        "--method",
+        choices=["auto"],
+        help="auto: a pilot of every method, then the one with the best precision per "
+        "machine-second for each benchmark (docs/adaptive.md)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
     p.add_argument(
         "--no-compare", action="store_true", help="do not print the verdict table at the end"
@@ -50,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..config.stop import with_auto, with_stop_overrides
     from ..micro.experiment import prepare_experiment
     from ..report.progress import RichObserver
     from .compare import print_verdicts_after_run
@@ -58,6 +77,11 @@ def run(args: argparse.Namespace) -> int:
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
     host_cpus = None if args.cluster else this_host_cpus()
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    if args.method == "auto":
+        exp = with_auto(exp)
+    exp = with_stop_overrides(
+        exp, until=args.until, threshold=args.threshold, budget=args.budget, max_runs=args.max_runs
+    )
     versions = history_versions(args)  # checked before any run (and any calibration)
     exp = prepare_experiment(exp, args.output, resume=args.resume)  # harness: python
     observer = RichObserver(verbose=args.verbose)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .stop import StopSettings
+
 #: Seconds every running side of a run may stay below 1 % of a CPU before the run is
 #: stopped as ``hung`` (docs/config.md, "Hang detection"); ``hang_timeout: off`` disables it.
 DEFAULT_HANG_TIMEOUT = 120.0
@@ -89,12 +91,18 @@ class Benchmark:
         "auto"  # "auto" | "pinned" | "shared" | "none" | CPUs to draw from
     )
     micro: MicroSpec | None = None  # harness "micro": the worker's targets, calibrated at run
+    # measure until sure (docs/adaptive.md): planned up to stop.max_runs, stopped by the rule
+    stop: StopSettings | None = None
+    # methods: auto -- a pilot of every method, then the best per machine-second
+    auto: bool = False
 
     def side(self, pair: str) -> Side:
         return dict(self.sides)[pair]
 
     def reps(self, method: str) -> int:
-        return dict(self.repetitions).get(method, 0)
+        """Planned repetitions of ``method``: ``stop.max_runs`` for an adaptive benchmark."""
+        n = dict(self.repetitions).get(method, 0)
+        return self.stop.max_runs if self.stop is not None and n > 0 else n
 
     @property
     def external(self) -> bool:

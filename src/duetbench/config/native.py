@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .errors import located_error, validate
+from ..errors import ConfigError
+from .errors import dotted, located_error, validate
 from .fields import (
     SELF_SYNCING_HARNESSES,
     check_benchmark_name,
@@ -21,6 +22,7 @@ from .fields import (
 from .micro import MICRO_HARNESS, check_not_micro, is_micro, micro_benchmark_parts
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
+from .stop import StopSettings, auto_benchmark, parse_stop
 from .yamlload import LocatedYaml
 
 #: repetitions of a benchmark when neither it nor `experiment:` sets them
@@ -147,7 +149,7 @@ def _benchmark(
             f"benchmark '{name}' sets both `iterations` and `time_budget`; keep one",
             ("benchmarks", name, "time_budget"),
         )
-    return Benchmark(
+    bench = Benchmark(
         name=name,
         sides=(("A", a), ("B", b)),
         aa=aa,
@@ -166,7 +168,24 @@ def _benchmark(
             m.cpus if m.cpus is not None else ("pinned" if micro is not None else "auto")
         ),
         micro=micro,
+        stop=_stop(doc, name, exp.stop, m.stop),
     )
+    if (m.methods or exp.methods) == "auto":
+        return auto_benchmark(bench)
+    return bench
+
+
+def _stop(
+    doc: LocatedYaml, name: str, exp_stop: dict[str, Any] | None, own: dict[str, Any] | None
+) -> StopSettings | None:
+    """The benchmark's `stop:` over the experiment's (docs/adaptive.md); None: a fixed plan."""
+    if exp_stop is None and own is None:
+        return None
+    path = ("benchmarks", name, "stop") if own is not None else ("experiment", "stop")
+    try:
+        return parse_stop({**(exp_stop or {}), **(own or {})}, dotted(path))
+    except ConfigError as exc:
+        raise located_error(doc, exc.detail, path) from None
 
 
 def _side(

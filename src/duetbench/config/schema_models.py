@@ -259,6 +259,8 @@ class NativeBenchmark(NativeSide):
     busy_shorter_side: bool | None = None
     self_sync: bool | None = None  # the command waits at the sduet handshake by itself
     cpus: Cpus | None = None
+    stop: dict[str, Any] | None = None  # checked by config/stop.py
+    methods: Literal["auto"] | None = None  # docs/adaptive.md, "Choosing the method"
     A: NativeSide | None = None
     B: NativeSide | None = None
 
@@ -317,6 +319,8 @@ class NativeExperiment(_Strict):
     retries: Retries = 0
     design: Literal["default", "balanced"] = "default"
     hosts: NativeHosts | None = None
+    stop: dict[str, Any] | None = None  # checked by config/stop.py
+    methods: Literal["auto"] | None = None  # docs/adaptive.md, "Choosing the method"
 
 
 class NativeConfig(_Strict):

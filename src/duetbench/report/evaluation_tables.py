@@ -101,6 +101,38 @@ def overlap_table(ev: Evaluation) -> Table:
     )
 
 
+def precision_table(ev: Evaluation) -> Table:
+    """Observed precision per machine-second of each method (docs/adaptive.md)."""
+    rows = []
+    if not ev.precision.empty:
+        for r in sort_rows(ev.precision, ["suite", "benchmark", "method"]).to_dict("records"):
+            rows.append(
+                {
+                    "benchmark": str(r["benchmark"]),
+                    "method": str(r["method"]),
+                    "runs": r["runs"],
+                    "seconds_per_run": r["seconds_per_run"] * 1e9,
+                    "run_sd": r["run_sd"],
+                    "half_width_per_hour": r["half_width_per_hour"],
+                }
+            )
+    return Table(
+        name="precision",
+        title="Precision per machine-second of each method",
+        caption="+- after 1 h: relative half-width of a 95 % interval after one machine-hour "
+        "of that method at its observed spread and cost (lower is better; docs/adaptive.md)",
+        columns=(
+            _BENCH,
+            _METHOD,
+            Column("runs", "runs", "count"),
+            Column("seconds_per_run", "machine time/run", "duration"),
+            Column("run_sd", "run SD (log)", "pct", digits=2),
+            Column("half_width_per_hour", "+- after 1 h", "pct", digits=2),
+        ),
+        rows=tuple(rows),
+    )
+
+
 def cv_table(ev: Evaluation) -> Table:
     """RQ3: coefficient of variation of the iteration times, per side."""
     multi = multi_host(ev)

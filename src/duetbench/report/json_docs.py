@@ -78,6 +78,9 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
                 "warnings": [c for c in WARNINGS if c in {code for code, _ in warnings}],
             }
         )
+        if r.get("stop"):  # an adaptive experiment (docs/adaptive.md)
+            out_rows[-1]["stop"] = str(r["stop"])
+            out_rows[-1]["explanation"] = str(r.get("explanation") or "")
     verdicts = [r["verdict"] for r in out_rows]
     return {
         "schema": COMPARE_SCHEMA_ID,
@@ -92,6 +95,14 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
             "faster": verdicts.count("faster"),
             "same": sum(v.startswith("same") for v in verdicts),
             "no_data": verdicts.count("no data"),
+            **(
+                {
+                    "equivalent": verdicts.count("equivalent"),
+                    "inconclusive": verdicts.count("inconclusive"),
+                }
+                if "stop" in rows
+                else {}
+            ),
         },
         "problems": list(dataset.problems),
         "excluded": dict(dataset.excluded),

@@ -92,6 +92,9 @@ def report_markdown(ev: Evaluation, dataset: Dataset) -> str:
     mds = et.mds_table(ev)
     if mds.rows:
         out += _section(mds)
+    precision = et.precision_table(ev)
+    if precision.rows:
+        out += _section(precision, details=True)
     overlap = et.overlap_table(ev)
     if overlap.rows:
         out += _section(overlap, details=True)

@@ -105,6 +105,11 @@ class RichObserver:
             )
             (self.progress.console if self.progress else self.console).print(line, highlight=False)
 
+    def run_skipped(self, spec: RunSpec) -> None:
+        """A planned run left out: its benchmark x method stopped (docs/adaptive.md)."""
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
     def experiment_finished(self, summary: ExperimentSummary) -> None:
         if self.progress is not None:
             self.progress.stop()
@@ -117,6 +122,9 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
     ]
     ran = ", ".join(parts) if parts else "no run executed"
     skipped = f"; {summary.skipped} already finished" if summary.skipped else ""
+    stopped = getattr(summary, "stopped_early", 0)
+    if stopped:
+        skipped += f"; {stopped} planned runs not needed (measured until sure: stops.json)"
     head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
     console.print(
         f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. "

@@ -131,6 +131,14 @@ def verdict_caption(opts: CompareOptions) -> str:
     )
 
 
+def adaptive_caption(opts: CompareOptions) -> str:
+    """How to read the verdict table of an adaptive experiment (docs/adaptive.md)."""
+    return (
+        f"measured until sure: anytime-valid {opts.confidence * 100:g} % interval of the "
+        "stopping rule (runs = runs done); change = B vs A, + means B slower"
+    )
+
+
 # ---------------------------------------------------------------------- notes
 
 
@@ -186,6 +194,8 @@ def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
                 "verdict": str(r["verdict"]),
             }
         )
+        if "stop" in rows:
+            out[-1]["stop"] = str(r.get("stop") or "")
     return tuple(out)
 
 
@@ -204,17 +214,48 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
             )
         )
     notes += [Note("note", n) for n in verdict_notes(rows, dataset, opts.min_overlap)]
+    columns, caption = VERDICT_COLUMNS, verdict_caption(opts)
+    if "stop" in rows:  # an adaptive experiment: the interval its stopping used
+        columns = (*VERDICT_COLUMNS[:-1], Column("stop", "stop"), VERDICT_COLUMNS[-1])
+        caption = adaptive_caption(opts)
+        for r in rows.to_dict("records"):
+            text = str(r.get("explanation") or "")
+            if text and (r.get("verdict") == "inconclusive" or text.startswith("method auto")):
+                notes.append(Note("note", f"{r['benchmark']} {r['method']}: {r['explanation']}"))
     return Table(
         name="verdicts",
         title=dataset.name,
-        columns=VERDICT_COLUMNS,
+        columns=columns,
         rows=verdict_rows(rows, opts.test),
-        caption=verdict_caption(opts),
+        caption=caption,
         notes=(*notes, *dataset_notes(dataset)),
     )
 
 
 # ---------------------------------------------------------------------- duet plan, duet hosts
+
+
+FORECAST_COLUMNS = (
+    Column("benchmark", "benchmark"),
+    Column("method", "method"),
+    Column("iterations", "iterations/run", "count"),
+    Column("runs", "runs", "count", missing="out of reach"),
+    Column("time_ns", "machine time", "duration"),
+    Column("half_width", "+- at that many runs", "pct", digits=2),
+    Column("evidence", "from"),
+)
+
+
+def forecast_table(title: str, goal: str, rows: Sequence[dict[str, Any]], source: str) -> Table:
+    """`duet plan --precision / --detect`: predicted runs, iterations and machine time
+    per benchmark x method (docs/adaptive.md, "Cost model and planning")."""
+    return Table(
+        name="forecast",
+        title=title,
+        columns=FORECAST_COLUMNS,
+        rows=tuple(rows),
+        caption=f"goal: {goal}; predicted from the runs in {source} (cost model)",
+    )
 
 
 _PLAN_KEYS = ("index", "run", "benchmark", "method", "rep", "sides", "slots", "harness")

@@ -123,6 +123,7 @@ def print_evaluation(ev: Evaluation, dataset: Dataset, console: Any = None) -> N
     print_table(console, et.speedup_table(ev))
     print_table(console, et.overlap_table(ev))
     print_table(console, et.cv_table(ev))
+    print_table(console, et.precision_table(ev))
     print_table(console, et.tests_table(ev))
     print_table(console, et.aa_table(ev))
     if ev.aa_benchmarks:

@@ -20,6 +20,7 @@ from ..hosts import detect_host, host_name, run_artifacts
 from ..plan import RunSpec, make_plan
 from ..records import RunRecord
 from ..store import ResultsStore, is_empty_dir
+from .adaptive import StopTracker
 
 
 class Observer(Protocol):
@@ -61,6 +62,9 @@ class ExperimentSummary:
     # for the user (hosts excluded or flagged, runs lost to dead workers)
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # adaptive experiments: planned runs left out because their benchmark x method stopped
+    stopped_early: int = 0
+    adaptive: bool = False
 
 
 def results_root(exp: Experiment, out_dir: str | Path) -> Path:
@@ -102,6 +106,14 @@ def open_store(
         for r in plan_all
         if r.run_id not in stored or _comparable(stored[r.run_id]) != _comparable(r.to_dict())
     ]
+    if not changed and _stops_of(store.experiment().get("config") or {}) != _stops_of(
+        exp.to_dict()
+    ):
+        raise ResultsDirError(
+            f"--resume: the stopping rule (stop: / --until / --threshold / --budget) differs "
+            f"from the one {root} was started with; resume with the same rule, or write the "
+            "new experiment to another directory with -o (docs/adaptive.md)"
+        )
     if changed or len(stored) != len(plan_all):
         raise ResultsDirError(
             f"--resume: the config no longer matches the experiment in {root} "
@@ -110,6 +122,13 @@ def open_store(
             "new experiment to another directory with -o."
         )
     return store
+
+
+def _stops_of(config: dict[str, Any]) -> Any:
+    import json
+
+    stops = {b.get("name"): b.get("stop") for b in config.get("benchmarks") or []}
+    return json.loads(json.dumps(stops, default=str))
 
 
 def _comparable(d: dict[str, Any]) -> Any:
@@ -254,6 +273,10 @@ def _run_locked(
         root=store.root, planned=len(plan), skipped=len(plan) - len(todo), recovered=recovered
     )
     summary.notes += resume_notes(store)
+    tracker = StopTracker.for_experiment(store, exp, plan_all)
+    if tracker.active:
+        tracker.replay(set(finished))  # --resume: the decisions the finished runs gave
+        tracker.write()
     t0 = time.monotonic()
     with _sigterm_as_interrupt():
         try:
@@ -261,6 +284,12 @@ def _run_locked(
             observer.experiment_started(store, plan, todo)
             with _background(exp.background, base_dir):
                 for spec in todo:
+                    if tracker.skips(spec):  # its benchmark x method has stopped
+                        summary.stopped_early += 1
+                        run_skipped = getattr(observer, "run_skipped", None)
+                        if run_skipped is not None:
+                            run_skipped(spec)
+                        continue
                     observer.run_started(spec)
                     tmp = store.new_run_dir(spec.run_id)
                     outcome = executor.execute(spec, tmp)
@@ -270,11 +299,15 @@ def _run_locked(
                     summary.statuses[status] = summary.statuses.get(status, 0) + 1
                     summary.all_cores_busy |= record.all_cores_busy
                     observer.run_finished(spec, record)
+                    if tracker.observe(spec, record):
+                        tracker.write()
                     if outcome.exception is not None:
                         raise outcome.exception
         except KeyboardInterrupt:
             summary.interrupted = True
         finally:
+            tracker.write()
+            summary.adaptive = tracker.active
             executor.end_experiment()
             run_teardown_command(exp.teardown, base_dir)
             summary.elapsed_s = time.monotonic() - t0

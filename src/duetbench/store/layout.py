@@ -9,6 +9,8 @@
       runs/.tmp-<run-id>-<pid>/  a run in flight
       runs/.superseded/ runs set aside by --resume
       cluster.jsonl     runs on a Dask cluster only: hosts seen/excluded, attempts lost
+      stops.json        adaptive experiments only: each benchmark x method's stopping
+                        decision, its runs and the planned runs it skipped
       iterations.parquet  written by `duet process` by default
 
 Only the store package uses these names; everything else asks
@@ -24,6 +26,7 @@ HOSTS_DIR = "hosts"
 RUNS_DIR = "runs"
 RUN_FILE = "run.json"
 CLUSTER_LOG = "cluster.jsonl"
+STOPS_FILE = "stops.json"
 TABLE_FILE = "iterations.parquet"
 #: where --resume sets aside damaged, interrupted and foreign runs (inside runs/)
 SUPERSEDED_DIR = ".superseded"

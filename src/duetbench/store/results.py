@@ -36,6 +36,7 @@ from .layout import (
     LOCK_FILE,
     RUN_FILE,
     RUNS_DIR,
+    STOPS_FILE,
     SUPERSEDED_DIR,
     TABLE_FILE,
     TMP_RUN_PREFIX,
@@ -68,6 +69,7 @@ class ResultsStore:
         self.journal_path = self.root / JOURNAL_FILE
         self.experiment_path = self.root / EXPERIMENT_FILE
         self.cluster_log_path = self.root / CLUSTER_LOG
+        self.stops_path = self.root / STOPS_FILE
         #: where `duet process` writes the iterations table by default
         self.table_path = self.root / TABLE_FILE
         self._journal = Journal(self.journal_path, self.root.parent)
@@ -464,6 +466,29 @@ class ResultsStore:
             if isinstance(event, dict):
                 out.append(event)
         return out
+
+    # ------------------------------------------------------------------ adaptive stops
+    def write_stops(self, doc: dict[str, Any]) -> None:
+        """stops.json: the stopping decisions of an adaptive experiment, replaced whole
+        (atomically) whenever a benchmark x method stops (docs/results.md)."""
+        write_json_atomic(self.stops_path, doc)
+
+    def stops(self) -> dict[str, Any] | None:
+        """stops.json (None: not an adaptive experiment, or nothing stopped yet)."""
+        try:
+            doc = json.loads(self.stops_path.read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ResultsDirError(
+                f"{self.stops_path} cannot be read ({exc}); `duet run --resume` rewrites it "
+                "from the runs"
+            ) from None
+        if not isinstance(doc, dict):
+            raise ResultsDirError(
+                f"{self.stops_path} is not a JSON object; `duet run --resume` rewrites it"
+            )
+        return doc
 
     # ------------------------------------------------------------------ hosts
     def has_host(self, host: str) -> bool:

@@ -37,6 +37,7 @@ from ...config.model import Experiment
 from ...errors import ExecutorError
 from ...plan import RunSpec, make_plan
 from ...store import ResultsStore
+from ..adaptive import StopTracker
 from ..inline import (
     ExperimentSummary,
     NullObserver,
@@ -138,7 +139,16 @@ def _run_cluster_locked(
                 coord = Coordinator(
                     client, exp, store, plan_all, todo, observer, session, address, wait_s
                 )
-                _coordinate(coord, plan, summary)
+                tracker = StopTracker.for_experiment(store, exp, plan_all)
+                if tracker.active:
+                    tracker.replay(set(finished))
+                    tracker.write()
+                    coord.tracker = tracker
+                    summary.adaptive = True
+                try:
+                    _coordinate(coord, plan, summary)
+                finally:
+                    tracker.write()
         except KeyboardInterrupt:
             if summary is not None:
                 summary.interrupted = True

@@ -15,6 +15,7 @@ from ...plan import RunSpec
 from ...records import RunRecord
 from ...schema import RunStatus
 from ...store import ResultsStore
+from ..adaptive import StopTracker
 from ..inline import Observer
 from .connect import RESOURCE
 from .design import balanced_assignment, repin
@@ -78,6 +79,8 @@ class Coordinator:
         self.max_retries = max(1, exp.retries)
         self.container = exp.to_dict().get("container")
         self._no_host_since: float | None = None
+        #: measuring until sure (docs/adaptive.md): decides after every run, in plan order
+        self.tracker: StopTracker | None = None
 
     # ------------------------------------------------------------------ main loop
     def run(self, plan: list[RunSpec]) -> None:
@@ -170,6 +173,13 @@ class Coordinator:
         i = 0
         while idle and i < len(self.pending):
             spec = self.pending[i]
+            if self.tracker is not None and self.tracker.skips(spec):  # its rule stopped it
+                self.pending.pop(i)
+                self.summary.stopped_early += 1
+                run_skipped = getattr(self.observer, "run_skipped", None)
+                if run_skipped is not None:
+                    run_skipped(spec)
+                continue
             h = self.choose(spec, idle)
             if h is None:
                 i += 1
@@ -293,6 +303,8 @@ class Coordinator:
         self.summary.statuses[status] = self.summary.statuses.get(status, 0) + 1
         self.summary.all_cores_busy |= record.all_cores_busy
         self.observer.run_finished(spec, record)
+        if self.tracker is not None and self.tracker.observe(spec, record):
+            self.tracker.write()
 
     def attempt_lost(self, a: Attempt, reason: str, res: dict[str, Any] | None = None) -> None:
         h = self.fleet.hosts[a.host]

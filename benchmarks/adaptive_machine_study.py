@@ -1,0 +1,283 @@
+"""Measuring until sure on this machine: adaptive against the smallest fixed plan.
+
+    python benchmarks/adaptive_machine_study.py            # precision 1 %, up to 40 runs: ~60-75 min quiet
+    python benchmarks/adaptive_machine_study.py --quick    # precision 5 %, up to 6 runs: ~2-4 min (a check only)
+
+Runs the mixed suite of examples/adaptive/ (benchmarks precise after a few runs and one
+needing 20+) on this machine, on a quiet machine for real figures, and prints the
+Markdown tables for docs/performance.md ("Measuring until sure"):
+
+(a) `duet run --until precise:X%`: runs and machine seconds per benchmark;
+(b) the smallest fixed plan that reaches X % for every benchmark, found on a fixed run
+    of --max-runs repetitions analysed with the fixed-n t interval after its first n
+    runs (machine time measured: the first n runs' seconds). Goal: (a) <= 60 % of (b);
+(d) `duet plan --precision X%` from the fixed run's first 5 repetitions against the
+    runs (a) actually needed. Goal: within a factor of 1.5.
+
+(c) `--method auto` against each fixed method at equal budget (--budget per benchmark),
+    quiet and under `duet noise --pattern mixed` (the config's `background:`): the final
+    interval's width of auto / of the best fixed method. Goal: never above 1.15. The
+    budget bounds each benchmark x method: auto's chosen method gets all of it on top of
+    the other methods' pilots (5 runs each), so auto uses somewhat more machine time;
+    the table says how much (auto s).
+Each condition is repeated --tries times (default 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "examples" / "adaptive" / "duet.yml"
+
+
+def duet(*args: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "duetbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def run_adaptive(out: Path, precision: float, max_runs: int) -> dict[str, dict[str, float]]:
+    p = duet(
+        "run",
+        CONFIG,
+        "-o",
+        out,
+        "--until",
+        f"precise:{precision * 100:g}%",
+        "--max-runs",
+        max_runs,
+        "--no-compare",
+    )
+    if p.returncode not in (0, 4):
+        raise SystemExit(f"duet run failed:\n{p.stderr}")
+    stops = json.loads((out / "adaptive" / "stops.json").read_text())["stops"]
+    return {
+        v["benchmark"]: {"runs": v["runs"], "seconds": v["seconds"], "stopped": v["stopped"]}
+        for v in stops.values()
+    }
+
+
+def _variant(out: Path, replace: dict[str, str], background: str | None = None) -> Path:
+    """Run a variant of the suite's config (lines replaced by key) and return its root."""
+    lines = []
+    for line in CONFIG.read_text().splitlines():
+        key = line.strip().split(":", 1)[0]
+        if key in replace:
+            line = f"  {key}: {replace[key]}" if replace[key] else ""
+        lines.append(line)
+        if background and line.startswith("  seed:"):
+            lines.append(f"  background: {background}")
+    cfg = CONFIG.parent / f".variant-{os.getpid()}.yml"
+    cfg.write_text("\n".join(lines) + "\n")
+    try:
+        p = duet("run", cfg, "-o", out, "--no-compare")
+    finally:
+        cfg.unlink()
+    if p.returncode not in (0, 4):
+        raise SystemExit(f"duet run failed:\n{p.stderr}")
+    return out / "adaptive"
+
+
+def widths(root: Path) -> dict[str, float]:
+    p = duet("compare", root, "--format", "json")
+    if p.returncode != 0:
+        raise SystemExit(f"duet compare failed:\n{p.stderr}")
+    out = {}
+    for r in json.loads(p.stdout)["rows"]:
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        out[r["benchmark"]] = (hi - lo) if lo is not None and hi is not None else math.inf
+    return out
+
+
+def method_study(tmp: Path, budget: float, noisy: bool, seed: int) -> dict[str, dict[str, float]]:
+    """Final interval width per benchmark: auto and each fixed method at equal budget."""
+    stop = f"{{until: precise, precision: 0.1%, budget: {budget:g}s, max_runs: 200}}"
+    bg = f"python3 -m duetbench noise --pattern mixed --seed {seed}" if noisy else None
+    out: dict[str, dict[str, float]] = {}
+    variants = {"auto": {"stop": stop, "repetitions": "{aduet: 1}", "methods": "auto"}}
+    for m in ("seqn", "aduet", "sduet"):
+        variants[m] = {"stop": stop, "repetitions": f"{{{m}: 1}}"}
+    for label, rep in variants.items():
+        if "methods" in rep:  # not a key of the original: add it after repetitions
+            rep = {**rep, "repetitions": f"{rep['repetitions']}\n  methods: auto"}
+            rep.pop("methods")
+        root = _variant(tmp / label, rep, bg)
+        for b, w in widths(root).items():
+            out.setdefault(b, {})[label] = w
+        for v in json.loads((root / "stops.json").read_text())["stops"].values():
+            key = f"{label} s"
+            out.setdefault(v["benchmark"], {})[key] = (
+                out[v["benchmark"]].get(key, 0.0) + v["seconds"]
+            )
+    return out
+
+
+def run_fixed(out: Path, max_runs: int) -> Path:
+    """The suite with a fixed plan of ``max_runs`` repetitions (no stopping rule)."""
+    text = CONFIG.read_text()
+    text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("stop:"))
+    text = text.replace("repetitions: {aduet: 1}", f"repetitions: {{aduet: {max_runs}}}")
+    cfg = CONFIG.parent / f".fixed-{os.getpid()}.yml"  # beside the original: relative paths hold
+    cfg.write_text(text)
+    try:
+        p = duet("run", cfg, "-o", out, "--no-compare")
+    finally:
+        cfg.unlink()
+    if p.returncode not in (0, 4):
+        raise SystemExit(f"duet run (fixed) failed:\n{p.stderr}")
+    return out / "adaptive"
+
+
+def fixed_values(root: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per benchmark: run values (log ratios) and machine seconds, in repetition order."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from duetbench.adaptive import run_level_values
+    from duetbench.dataset import open_dataset
+    from duetbench.store import ResultsStore
+
+    ds = open_dataset(root)
+    values = run_level_values(ds.table, by=("benchmark",))
+    secs: dict[str, dict[int, float]] = {}
+    for _, rec in ResultsStore.open(root).usable_runs():
+        if rec.start_ns and rec.end_ns:
+            secs.setdefault(rec.benchmark, {})[int(rec.rep or 0)] = (
+                rec.end_ns - rec.start_ns
+            ) / 1e9
+    return {
+        b[0]: (v, np.array([secs.get(b[0], {}).get(i, 0.0) for i in range(len(v))]))
+        for b, v in values.items()
+    }
+
+
+def t_half_width(v: np.ndarray) -> float:
+    n = len(v)
+    if n < 2:
+        return math.inf
+    hw = stats.t.ppf(0.975, n - 1) * np.std(v, ddof=1) / math.sqrt(n)
+    return math.expm1(hw)
+
+
+def smallest_fixed(vals: dict[str, tuple[np.ndarray, np.ndarray]], precision: float) -> int | None:
+    longest = min(len(v) for v, _ in vals.values())
+    for n in range(3, longest + 1):
+        if all(t_half_width(v[:n]) <= precision for v, _ in vals.values()):
+            return n
+    return None
+
+
+def predictions(root: Path, precision: float, pilot: int) -> dict[str, int | None]:
+    from duetbench.adaptive.forecast import forecast
+    from duetbench.config import load_config
+    from duetbench.dataset import open_dataset
+
+    ds = open_dataset(root)
+    table = ds.table[ds.table["run"] < pilot]
+    exp = load_config(CONFIG)
+    return {r["benchmark"]: r.get("runs") for r in forecast(exp, table, precision=precision)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="a check that the study works (figures meaningless)"
+    )
+    ap.add_argument("--precision", type=float, default=None, help="relative, e.g. 0.01")
+    ap.add_argument("--max-runs", type=int, default=None)
+    ap.add_argument("--tries", type=int, default=None)
+    ap.add_argument("--budget", type=float, default=None, help="(c): machine seconds per benchmark")
+    ap.add_argument("--skip-methods", action="store_true", help="leave out (c)")
+    args = ap.parse_args()
+    precision = args.precision or (0.05 if args.quick else 0.01)
+    max_runs = args.max_runs or (6 if args.quick else 40)
+    tries = args.tries or (1 if args.quick else 5)
+    t0 = time.monotonic()
+    print(
+        f"## Measuring until sure on this machine (precision {precision * 100:g} %, max {max_runs} runs, {tries} tries)\n"
+    )
+    print(
+        "| try | benchmark | adaptive runs | adaptive s | stop | fixed n (all precise) | fixed s | predicted runs (pilot 5) |"
+    )
+    print("|---|---|---:|---:|---|---:|---:|---:|")
+    ratios, run_ratio, pred_ratio, auto_ratio = [], [], [], []
+    for t in range(tries):
+        with tempfile.TemporaryDirectory(prefix="duet-adaptive-study-") as tmp:
+            a = run_adaptive(Path(tmp) / "a", precision, max_runs)
+            fixed_root = run_fixed(Path(tmp) / "f", max_runs)
+            vals = fixed_values(fixed_root)
+            n = smallest_fixed(vals, precision)
+            pred = predictions(fixed_root, precision, min(5, max_runs))
+        a_s = sum(x["seconds"] for x in a.values())
+        f_s = sum(float(s[:n].sum()) for _, s in vals.values()) if n else math.nan
+        for b in sorted(a):
+            fs = float(vals[b][1][:n].sum()) if n and b in vals else math.nan
+            print(
+                f"| {t + 1} | {b} | {a[b]['runs']} | {a[b]['seconds']:.1f} | {a[b]['stopped']} | "
+                f"{n if n else f'> {max_runs}'} | {fs:.1f} | {pred.get(b)} |"
+            )
+            if a[b]["stopped"] == "precise" and pred.get(b):
+                pred_ratio.append(pred[b] / a[b]["runs"])
+        if n:
+            ratios.append(a_s / f_s)
+            run_ratio.append(np.mean([x["runs"] for x in a.values()]) / n)
+    if not args.skip_methods:
+        print("\n### (c) method auto against each fixed method at equal budget\n")
+        print(
+            "| condition | try | benchmark | auto width | seqn | aduet | sduet | auto / best fixed |"
+        )
+        print("|---|---|---|---:|---:|---:|---:|---:|")
+        for noisy in (False, True):
+            for t in range(tries):
+                with tempfile.TemporaryDirectory(prefix="duet-auto-study-") as tmp:
+                    res = method_study(
+                        Path(tmp), args.budget or (5 if args.quick else 15), noisy, t
+                    )
+                for b, w in sorted(res.items()):
+                    best_m = min(("seqn", "aduet", "sduet"), key=lambda m: w.get(m, math.inf))
+                    best = w.get(best_m, math.inf)
+                    ratio = w.get("auto", math.inf) / best if best > 0 else math.nan
+                    auto_ratio.append(ratio)
+                    cells = " | ".join(
+                        f"{w.get(m, math.nan) * 100:.2f} %"
+                        for m in ("auto", "seqn", "aduet", "sduet")
+                    )
+                    print(
+                        f"| {'noisy' if noisy else 'quiet'} | {t + 1} | {b} | {cells} | {ratio:.2f} |"
+                    )
+    print("\n| figure | value | goal |\n|---|---:|---|")
+    if ratios:
+        print(
+            f"| adaptive machine time / smallest fixed plan's | {np.mean(ratios):.2f} (max {max(ratios):.2f}) | <= 0.60 |"
+        )
+        print(f"| adaptive average runs / fixed plan's runs | {np.mean(run_ratio):.2f} | |")
+    else:
+        print(
+            f"| adaptive / fixed machine time | no fixed plan of <= {max_runs} runs reached the precision | <= 0.60 |"
+        )
+    if pred_ratio:
+        worst = max(max(pred_ratio), 1 / min(pred_ratio))
+        print(
+            f"| duet plan predicted / needed runs | {min(pred_ratio):.2f} .. {max(pred_ratio):.2f} (worst factor {worst:.2f}) | within 1.5x |"
+        )
+    if auto_ratio:
+        print(f"| auto interval / best fixed method's | max {max(auto_ratio):.2f} | <= 1.15 |")
+    print(f"\n(took {time.monotonic() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""`duet gate`: does head make the program slower than base, on this machine, now?
+
+Both revisions are checked out as git worktrees and built; the config's benchmarks then
+run as a duet comparison with A = the base tree and B = the head tree, measured until
+sure (docs/adaptive.md; by default ``--until decided --threshold 2%``). How a config
+refers to the tree: docs/history.md, "Gate".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..config.model import Benchmark, Experiment, Side
+from ..errors import ExitCode
+
+__all__ = [
+    "GateResult",
+    "compare_trees",
+    "exit_code_of",
+    "gate_markdown",
+    "in_tree",
+    "tree_experiment",
+]
+
+#: the placeholder of a tree's path in commands, workdirs and env values
+TREE = "{tree}"
+
+
+def _sub(text: str | None, tree: Path) -> str | None:
+    return None if text is None else text.replace(TREE, str(tree))
+
+
+def in_tree(side: Side, tree: Path) -> Side:
+    """``side`` run in ``tree``: ``{tree}`` replaced by its path, a relative (or no)
+    workdir taken inside the tree, and ``$DUET_TREE`` set to it."""
+    workdir = _sub(side.workdir, tree)
+    if not workdir or not Path(workdir).is_absolute():
+        workdir = str(tree / (workdir or ""))
+    env = tuple((k, _sub(v, tree) or "") for k, v in side.env if k != "DUET_TREE")
+    return replace(
+        side,
+        command=_sub(side.command, tree) or "",
+        sync_command=_sub(side.sync_command, tree),
+        setup=_sub(side.setup, tree),
+        teardown=_sub(side.teardown, tree),
+        workdir=workdir,
+        env=(*env, ("DUET_TREE", str(tree))),
+    )
+
+
+def tree_experiment(exp: Experiment, a_tree: Path, b_tree: Path, name: str) -> Experiment:
+    """``exp`` with side A of every benchmark in ``a_tree`` and side B in ``b_tree``
+    (a benchmark without B runs A's definition in both)."""
+    benches: list[Benchmark] = []
+    for b in exp.benchmarks:
+        a_side = b.side("A")
+        b_side = a_side if b.aa else b.side("B")
+        benches.append(
+            replace(
+                b, aa=False, sides=(("A", in_tree(a_side, a_tree)), ("B", in_tree(b_side, b_tree)))
+            )
+        )
+    return replace(exp, name=name, benchmarks=tuple(benches))
+
+
+@dataclass(frozen=True, eq=False)
+class GateResult:
+    """One comparison of two trees: its results directory, verdict rows and exit code."""
+
+    root: Path
+    rows: Any  # pandas.DataFrame: `duet compare`'s rows with the adaptive decisions
+    exit_code: int
+    interrupted: bool
+    markdown: str
+
+
+def exit_code_of(verdicts: list[str]) -> int:
+    """1 (regression) when any verdict is slower, else 3 when any is inconclusive (or
+    nothing was measured), else 0."""
+    if "slower" in verdicts:
+        return ExitCode.REGRESSION
+    if not verdicts or any(v in ("inconclusive", "no data") for v in verdicts):
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
+
+
+def compare_trees(
+    exp: Experiment, out_dir: Path, title: str, *, observer: Any = None
+) -> GateResult:
+    """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it."""
+    from ..adaptive.results import adaptive_rows
+    from ..analysis import compare
+    from ..dataset import open_dataset
+    from ..options import CompareOptions
+    from ..report.markdown import compare_markdown
+    from ..report.tables import verdict_table
+    from ..schedule.inline import run_experiment
+
+    summary = run_experiment(exp, out_dir, observer=observer)
+    if summary.interrupted:
+        return GateResult(summary.root, None, ExitCode.INTERRUPTED, True, "")
+    dataset = open_dataset(summary.root)
+    threshold = max((b.stop.threshold for b in exp.benchmarks if b.stop), default=0.0)
+    opts = CompareOptions(seed=dataset.seed, threshold=threshold).checked()
+    rows = compare(dataset.table, opts) if not dataset.table.empty else None
+    if rows is None or rows.empty:
+        return GateResult(
+            summary.root, rows, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"
+        )
+    rows = adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
+    code = exit_code_of([str(v) for v in rows["verdict"]])
+    md = gate_markdown(title, code, rows, compare_markdown(verdict_table(rows, dataset, opts)))
+    return GateResult(summary.root, rows, code, False, md)
+
+
+_OUTCOME = {
+    ExitCode.OK: "no regression",
+    ExitCode.REGRESSION: "REGRESSION",
+    ExitCode.INCONCLUSIVE: "inconclusive",
+}
+
+
+def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
+    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
+    lines = [f"## {title}: {_OUTCOME.get(ExitCode(code), str(code))}", "", table_md.strip(), ""]
+    for r in rows.to_dict("records"):
+        why = r.get("explanation") or ""
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        if not why and lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
+            why = f"interval [{lo * 100:+.2f} %, {hi * 100:+.2f} %]"
+        lines.append(f"- **{r['benchmark']}** ({r['method']}): {r['verdict']} -- {why}")
+    return "\n".join(lines) + "\n"
+
+
+def gate_name(exp_name: str, base: str, head: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return f"{exp_name}-gate-{base[:8]}-{head[:8]}-{stamp}"

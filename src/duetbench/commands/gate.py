@@ -1,0 +1,108 @@
+"""`duet gate`: compare base and head of a git repository on this machine, measured
+until sure; exit 0 / 1 / 3 for no regression / regression / inconclusive."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ExitCode
+
+
+def add_tree_options(p: argparse.ArgumentParser) -> None:
+    """The options `duet gate` and `duet bisect` share."""
+    p.add_argument("config", type=Path, help="the duet.yml (docs/history.md, 'Gate': {tree})")
+    p.add_argument("--build", metavar="CMD", help="build command run in each checked-out tree")
+    p.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: .)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("results"),
+        help="parent directory of the comparisons' results (default: results/)",
+    )
+    p.add_argument("--until", metavar="GOAL", help="stopping goal (default: decided)")
+    p.add_argument("--threshold", metavar="T", help="practical threshold (default: 2%%)")
+    p.add_argument("--budget", metavar="TIME", help="machine time per benchmark x method, e.g. 10m")
+    p.add_argument("--max-runs", metavar="N", help="most repetitions per benchmark x method")
+    p.add_argument(
+        "--history", metavar="REPO", help="append every comparison to this history repository"
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gate",
+        help="CI gate: is head slower than base? (git worktrees, built, measured until sure)",
+        description="Check out --base and --head as git worktrees, build each, and compare "
+        "them on this machine with the stopping rules of docs/adaptive.md.",
+        epilog="exit status: 0 no regression; 1 regression (a benchmark is slower by more "
+        "than the threshold); 3 inconclusive (a limit ended a benchmark before its verdict); "
+        "2 usage, config or build error; 130 interrupted",
+    )
+    p.add_argument("--base", default="origin/main", help="the base revision (default: origin/main)")
+    p.add_argument("--head", default="HEAD", help="the head revision (default: HEAD)")
+    add_tree_options(p)
+
+
+def stopped_experiment(args: argparse.Namespace, exp: Any) -> Any:
+    """The config with the command line's stopping rule: --until decided (default) at
+    --threshold, else the config's `stop: threshold`, else 2 %."""
+    from ..config.stop import with_stop_overrides
+
+    has_threshold = any(b.stop is not None and b.stop.threshold > 0 for b in exp.benchmarks)
+    return with_stop_overrides(
+        exp,
+        until=args.until or "decided",
+        threshold=args.threshold or (None if has_threshold else "2%"),
+        budget=args.budget,
+        max_runs=args.max_runs,
+    )
+
+
+def add_to_history(url: str, root: Path, a_tree: Path, b_tree: Path) -> None:
+    from ..history import Repository
+    from ..history.versions import version_from_git
+
+    repo = Repository.open(url)
+    try:
+        repo.add(root, {"A": version_from_git(a_tree), "B": version_from_git(b_tree)})
+    finally:
+        close = getattr(repo, "close", None)
+        if close is not None:
+            close()
+
+
+def write_step_summary(markdown: str) -> None:
+    """Append to $GITHUB_STEP_SUMMARY when set (GitHub Actions' job summary)."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(markdown)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..ci.gate import compare_trees, gate_name, tree_experiment
+    from ..ci.trees import Trees, resolve
+    from ..config import load_config
+    from .plan import this_host_cpus
+
+    exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
+    with Trees(args.repo) as trees:
+        base, head = resolve(trees.repo, args.base), resolve(trees.repo, args.head)
+        base_tree, head_tree = trees.checkout(base, "base"), trees.checkout(head, "head")
+        trees.build(base_tree, args.build)
+        trees.build(head_tree, args.build)
+        name = gate_name(exp.name, base, head)
+        title = f"duet gate: {args.head} ({head[:10]}) against {args.base} ({base[:10]})"
+        result = compare_trees(tree_experiment(exp, base_tree, head_tree, name), args.output, title)
+        if result.interrupted:
+            return ExitCode.INTERRUPTED
+        if args.history:
+            add_to_history(args.history, result.root, base_tree, head_tree)
+    print(result.markdown, end="")
+    print(f"results: {result.root}")
+    write_step_summary(result.markdown)
+    return result.exit_code

@@ -1,0 +1,263 @@
+"""Measuring until sure in the scheduler (docs/adaptive.md, "Using it").
+
+An adaptive benchmark x method is planned up to ``stop.max_runs`` repetitions in RMIT
+rounds (plan.py). After every finished run the :class:`StopTracker` parses only that
+run's sides (``process.run_table``), keeps its run-level value and machine seconds,
+and asks :func:`duetbench.adaptive.decide`; once a benchmark x method stops, its
+remaining planned runs are skipped (recorded in ``stops.json``, never as failures).
+``--resume`` replays the finished runs in plan order through the same tracker, so it
+reaches the decisions an uninterrupted run would have, and continues the same rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..adaptive.results import explain
+from ..config.stop import StopSettings
+from ..errors import DuetError
+from ..plan import RunSpec
+from ..records import RunRecord
+from ..schema import Method
+from ..store import ResultsStore
+
+__all__ = ["KEY_SEP", "StopTracker", "stop_key"]
+
+#: separates benchmark and method in the keys of stops.json
+KEY_SEP = "/"
+
+
+def stop_key(benchmark: str, method: str) -> str:
+    return f"{benchmark}{KEY_SEP}{method}"
+
+
+@dataclass
+class _State:
+    """One adaptive benchmark x method: values per table benchmark (a multi-workload
+    suite has several), machine seconds, repetitions done, and the decision."""
+
+    settings: StopSettings
+    rule: Any  # adaptive.StopRule
+    values: dict[str, list[float]] = field(default_factory=dict)
+    seconds: float = 0.0
+    reps: int = 0
+    pending: dict[int, list[RunRecord]] = field(default_factory=dict)  # seqn halves
+    decisions: dict[str, Any] = field(default_factory=dict)  # table benchmark -> Decision
+    stopped: str | None = None  # the stop reason once stopped
+    skipped: list[str] = field(default_factory=list)
+    analyse_from: int = 0  # method auto: values before this are pilot runs (left out)
+    next_rep: int = 0  # runs are taken in repetition order (a cluster finishes them out of order)
+    waiting: dict[int, list[tuple[RunSpec, RunRecord]]] = field(default_factory=dict)
+
+
+@dataclass
+class _Auto:
+    """`methods: auto` of one benchmark: its methods, the choice and its evidence."""
+
+    methods: tuple[str, ...]
+    chosen: str | None = None
+    choice: Any = None  # adaptive.MethodChoice
+
+
+def _run_seconds(record: RunRecord) -> float:
+    if record.start_ns is not None and record.end_ns is not None:
+        return max(0.0, (record.end_ns - record.start_ns) / 1e9)
+    return 0.0
+
+
+class StopTracker:
+    """The stopping decisions of an experiment's adaptive benchmarks (none: inert)."""
+
+    def __init__(self, store: ResultsStore, plan: list[RunSpec], stops: dict[str, StopSettings]):
+        from ..adaptive import StopRule
+
+        self.store = store
+        self.plan = plan
+        self.states: dict[str, _State] = {
+            key: _State(s, StopRule.create(**s.rule_kwargs())) for key, s in stops.items()
+        }
+        self.autos: dict[str, _Auto] = {}
+
+    @classmethod
+    def for_experiment(cls, store: ResultsStore, exp: Any, plan: list[RunSpec]) -> StopTracker:
+        stops: dict[str, StopSettings] = {}
+        for b in exp.benchmarks:
+            if b.stop is None:
+                continue
+            for m in Method:
+                if b.reps(m) > 0:
+                    stops[stop_key(b.name, str(m))] = b.stop
+        tracker = cls(store, plan, stops)
+        for b in exp.benchmarks:
+            if b.auto:
+                tracker.autos[b.name] = _Auto(tuple(str(m) for m in Method if b.reps(m) > 0))
+        return tracker
+
+    @property
+    def active(self) -> bool:
+        return bool(self.states)
+
+    def skips(self, spec: RunSpec) -> bool:
+        """Whether ``spec`` belongs to a stopped benchmark x method (skip it)."""
+        st = self.states.get(stop_key(spec.benchmark, spec.method))
+        if st is None or st.stopped is None:
+            return False
+        if spec.run_id not in st.skipped:
+            st.skipped.append(spec.run_id)
+        return True
+
+    def observe(self, spec: RunSpec, record: RunRecord) -> bool:
+        """Take a finished run; True when its benchmark x method stops with it.
+
+        Runs are taken in repetition order: one that finishes before an earlier
+        repetition of its benchmark x method (on a cluster) waits for it, so the
+        decisions are those of the plan's order, as ``--resume`` replays them."""
+        st = self.states.get(stop_key(spec.benchmark, spec.method))
+        if st is None or st.stopped is not None:
+            return False
+        st.waiting.setdefault(spec.rep, []).append((spec, record))
+        stopped = False
+        need = 2 if spec.method == Method.SEQN else 1
+        while len(st.waiting.get(st.next_rep, ())) >= need and st.stopped is None:
+            for s2, r2 in st.waiting.pop(st.next_rep):
+                stopped |= self._take(st, s2, r2)
+            st.next_rep += 1
+        return stopped
+
+    def _take(self, st: _State, spec: RunSpec, record: RunRecord) -> bool:
+        if st.stopped is not None:
+            return False
+        st.seconds += _run_seconds(record)
+        if spec.method == Method.SEQN:
+            halves = st.pending.setdefault(spec.rep, [])
+            halves.append(record)
+            if len(halves) < 2:
+                return False
+            del st.pending[spec.rep]
+            records = halves
+        else:
+            records = [record]
+        st.reps += 1
+        for bench, value in self._values(records).items():
+            st.values.setdefault(bench, []).append(value)
+        auto = self.autos.get(spec.benchmark)
+        if auto is not None and not self._choose(spec.benchmark, auto):
+            return False  # the pilot goes on
+        if st.stopped is not None:  # not the method chosen
+            return True
+        return self._decide(st)
+
+    def _method_values(self, bench: str, method: str) -> list[float]:
+        st = self.states[stop_key(bench, method)]
+        if bench in st.values:
+            return st.values[bench]
+        return st.values[min(st.values)] if st.values else []
+
+    def _choose(self, bench: str, auto: _Auto) -> bool:
+        """Method auto: choose (or re-check) once every method has its pilot runs; the
+        others stop as ``not chosen`` (docs/adaptive.md). False: still piloting."""
+        from ..adaptive import PILOT_RUNS, choose_method
+
+        values = {m: self._method_values(bench, m) for m in auto.methods}
+        if any(len(v) < PILOT_RUNS for v in values.values()):
+            return False
+        seconds = {m: self.states[stop_key(bench, m)].seconds for m in auto.methods}
+        choice = choose_method(values, seconds, current=auto.chosen)
+        if choice.method != auto.chosen:
+            for m in auto.methods:
+                st = self.states[stop_key(bench, m)]
+                if m == choice.method:
+                    st.stopped, st.analyse_from = None, choice.analyse_from
+                elif st.stopped is None:
+                    st.stopped = "not chosen"
+            auto.chosen = choice.method
+        auto.choice = choice
+        return True
+
+    def _values(self, records: list[RunRecord]) -> dict[str, float]:
+        import pandas as pd
+
+        from ..adaptive import run_level_values
+        from ..process import run_table
+
+        tables = [t for r in records if (t := run_table(self.store, r)) is not None]
+        if not tables:
+            return {}
+        try:
+            values = run_level_values(pd.concat(tables, ignore_index=True))
+        except DuetError:  # e.g. a run without pairs: no value (the rule waits for more)
+            return {}
+        return {
+            str(key[1]): float(v[-1])
+            for key, v in values.items()
+            if len(v) and math.isfinite(v[-1])
+        }
+
+    def _decide(self, st: _State) -> bool:
+        from ..adaptive import StopReason, decide
+
+        rule = st.rule
+        for bench, vals in st.values.items():
+            st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
+        per_rep = st.seconds / st.reps if st.reps else 0.0
+        if st.reps >= rule.max_runs:  # the planned repetitions (the pilot's included)
+            reason = StopReason.MAX_RUNS
+        elif rule.budget_s is not None and st.reps and st.seconds + per_rep > rule.budget_s:
+            reason = StopReason.BUDGET
+        elif st.decisions and all(d.stop for d in st.decisions.values()):
+            reasons = {d.reason for d in st.decisions.values()}
+            reason = reasons.pop() if len(reasons) == 1 else StopReason.DECIDED
+        else:
+            return False
+        st.stopped = str(reason)
+        return True
+
+    def document(self) -> dict[str, Any]:
+        """stops.json: per benchmark x method its rule, runs, seconds, decision(s), skips."""
+        out: dict[str, Any] = {}
+        for key, st in self.states.items():
+            bench, _, method = key.rpartition(KEY_SEP)
+            out[key] = {
+                "benchmark": bench,
+                "method": method,
+                "stop": {
+                    "until": st.settings.until,
+                    "precision": st.settings.precision,
+                    "threshold": st.settings.threshold,
+                    "budget_s": st.settings.budget_s,
+                    "max_runs": st.settings.max_runs,
+                    "min_runs": st.settings.min_runs,
+                    "design": st.settings.design,
+                },
+                "stopped": st.stopped,
+                "runs": st.reps,
+                "seconds": round(st.seconds, 3),
+                "decisions": {
+                    b: {**d.to_json(), "explanation": explain(d, st.stopped)}
+                    for b, d in sorted(st.decisions.items())
+                },
+                "skipped": sorted(st.skipped),
+                "analyse_from": st.analyse_from,
+            }
+            auto = self.autos.get(bench)
+            if auto is not None:
+                out[key]["auto"] = {
+                    "chosen": auto.chosen,
+                    **({"choice": auto.choice.to_json()} if auto.choice is not None else {}),
+                }
+        return {"kind": "duetbench-stops", "stops": out}
+
+    def write(self) -> None:
+        if self.active:
+            self.store.write_stops(self.document())
+
+    def replay(self, finished: set[str]) -> None:
+        """Feed the runs already finished, in plan order (``--resume``)."""
+        for spec in self.plan:
+            st = self.states.get(stop_key(spec.benchmark, spec.method))
+            if spec.run_id in finished and (st is None or st.stopped is None):
+                record = self.store.read_run(spec.run_id)
+                if record is not None:
+                    self.observe(spec, record)

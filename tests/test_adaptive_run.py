@@ -1,0 +1,265 @@
+"""Measuring until sure end to end: config and flags, the scheduler stopping benchmarks,
+stops.json, the three verdicts in `duet compare`, and --resume mid-run (docs/adaptive.md).
+
+The workload is deterministic: a generic-harness script whose durations depend only on
+the repetition and side (seqn pairs by iteration index), so two experiments with the
+same seed see the same run values whatever the machine's load.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from duetbench.config import load_config
+from duetbench.config.stop import parse_stop, with_stop_overrides
+from duetbench.errors import ConfigError
+from duetbench.schedule.inline import NullObserver, run_experiment
+
+WORKLOAD = r"""
+import os, random, sys
+rep, side = int(os.environ["DUET_REP"]), os.environ["DUET_PAIR"]
+factor = float(sys.argv[1]) if side == "B" else 1.0
+noise = float(sys.argv[2])
+rng = random.Random(f"{sys.argv[3]}-{rep}-{side}")
+shift = 1 + rng.gauss(0, noise)  # run-level noise
+with open(os.path.join(os.environ["DUET_OUTPUT_DIR"], "it.csv"), "w") as f:
+    f.write("duration_ns\n")
+    for i in range(9):
+        f.write(f"{int(1e7 * factor * shift * (1 + rng.gauss(0, 0.002)))}\n")
+"""
+
+
+def _config(tmp: Path, stop: str = "", max_runs: int = 20) -> Path:
+    (tmp / "work.py").write_text(WORKLOAD)
+    py = sys.executable
+
+    def bench(name: str, factor: float, noise: float) -> str:
+        cmd = f"{py} {tmp / 'work.py'}"
+        return f"""  {name}:
+    harness: generic
+    repetitions: {{seqn: 1}}
+    A: {{command: "{cmd} {factor} {noise} {name}", results: [it.csv]}}
+    B: {{command: "{cmd} {factor} {noise} {name}", results: [it.csv]}}
+"""
+
+    cfg = tmp / "duet.yml"
+    cfg.write_text(
+        f"""experiment:
+  name: adapt
+  seed: 7
+  stop: {{until: decided, threshold: 2%, max_runs: {max_runs}{stop}}}
+benchmarks:
+{bench("slower", 1.10, 0.002)}{bench("same", 1.0, 0.002)}{bench("noisy", 1.0, 0.2)}"""
+    )
+    return cfg
+
+
+def _stops(root: Path) -> dict:
+    return json.loads((root / "stops.json").read_text())["stops"]
+
+
+def _cli(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duetbench", *map(str, args)], capture_output=True, text=True
+    )
+
+
+def test_stop_config_is_checked_with_clear_errors(tmp_path: Path) -> None:
+    s = parse_stop({"until": "precise:1%", "budget": "20m", "max_runs": 40})
+    assert (s.until, s.precision, s.budget_s, s.max_runs) == ("precise", 0.01, 1200.0, 40)
+    with pytest.raises(ConfigError, match="unknown key"):
+        parse_stop({"precison": "1%"})
+    with pytest.raises(ConfigError, match="needs a practical threshold"):
+        parse_stop({"until": "decided"})
+    with pytest.raises(ConfigError, match="not a duration"):
+        parse_stop({"budget": "soon"})
+    with pytest.raises(ConfigError, match="write precise:P"):
+        parse_stop({"until": "fast"})
+    cfg = _config(tmp_path)
+    bad = cfg.read_text().replace("max_runs: 20", "max_runs: 1")
+    (tmp_path / "bad.yml").write_text(bad)
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "bad.yml")
+    assert err.value.line == 4 and "max_runs" in str(err.value)
+    # flags need a goal: --budget alone on a fixed plan is refused
+    fixed = tmp_path / "fixed.yml"
+    fixed.write_text(
+        cfg.read_text().replace("  stop: {until: decided, threshold: 2%, max_runs: 20}\n", "")
+    )
+    exp = load_config(fixed)
+    with pytest.raises(ConfigError, match="--until"):
+        with_stop_overrides(exp, budget="10m")
+    p = _cli("run", fixed, "-o", tmp_path / "out", "--budget", "10m")
+    assert p.returncode == 2 and "--until" in p.stderr and "Traceback" not in p.stderr
+    over = with_stop_overrides(exp, until="precise:0.5%", max_runs="8")
+    assert {b.stop.precision for b in over.benchmarks} == {0.005}
+    assert {b.reps("seqn") for b in over.benchmarks} == {8}
+
+
+def test_until_decided_stops_each_benchmark_and_compare_shows_three_verdicts(
+    tmp_path: Path,
+) -> None:
+    cfg = _config(tmp_path, max_runs=12)
+    p = _cli("run", cfg, "-o", tmp_path / "out")
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "out" / "adapt"
+    stops = _stops(root)
+    slower, same, noisy = stops["slower/seqn"], stops["same/seqn"], stops["noisy/seqn"]
+    assert (slower["stopped"], slower["decisions"]["slower"]["verdict"]) == ("decided", "slower")
+    assert (same["stopped"], same["decisions"]["same"]["verdict"]) == ("decided", "equivalent")
+    assert noisy["stopped"] == "max_runs" and noisy["runs"] == 12
+    assert noisy["decisions"]["noisy"]["verdict"] == "inconclusive"
+    # a stopped benchmark's planned runs were skipped, not run and not failed
+    journal = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
+    done = {e["run_id"] for e in journal}
+    assert slower["runs"] < 12 and len(slower["skipped"]) == 2 * (12 - slower["runs"])
+    assert not done & set(slower["skipped"])
+    assert "equivalent" in p.stdout and "inconclusive" in p.stdout
+    # duet compare uses the stopping rule's interval, not the fixed-n t interval
+    c = _cli("compare", root, "--format", "json")
+    assert c.returncode == 0, c.stderr
+    rows = {r["benchmark"]: r for r in json.loads(c.stdout)["rows"]}
+    assert rows["slower"]["verdict"] == "slower" and rows["slower"]["stop"] == "decided"
+    assert rows["same"]["verdict"] == "equivalent"
+    assert (
+        rows["noisy"]["verdict"] == "inconclusive" and "more runs" in rows["noisy"]["explanation"]
+    )
+    d = slower["decisions"]["slower"]
+    assert rows["slower"]["ci_low"] == pytest.approx(d["low"])
+    assert rows["slower"]["ci_high"] == pytest.approx(d["high"])
+    assert rows["slower"]["runs"] == slower["runs"]
+    # duet plan predicts from these runs: the noisy benchmark needs far more runs
+    f = _cli("plan", cfg, "--precision", "1%", "--from", root, "--format", "json")
+    assert f.returncode == 0, f.stderr
+    pred = {r["benchmark"]: r for r in json.loads(f.stdout)["rows"]}
+    assert pred["same"]["runs"] is not None and pred["same"]["time_ns"] > 0
+    assert pred["noisy"]["runs"] is None or pred["noisy"]["runs"] > 10 * pred["same"]["runs"]
+    # duet report shows the same verdicts
+    md = _cli("report", root, "--format", "markdown")
+    assert md.returncode == 0, md.stderr
+    assert "equivalent" in md.stdout and "inconclusive" in md.stdout and "max\\_runs" in md.stdout
+    bad = _cli("plan", cfg, "--precision", "1%")
+    assert bad.returncode == 2 and "--from" in bad.stderr
+
+
+class _StopAfter(NullObserver):
+    def __init__(self, n: int) -> None:
+        self.left = n
+
+    def run_finished(self, spec, record) -> None:  # type: ignore[no-untyped-def]
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def _decisions(root: Path) -> dict:
+    keep = ("reason", "verdict", "estimate", "low", "high", "runs")
+    return {
+        k: (
+            v["stopped"],
+            v["runs"],
+            {b: {f: d[f] for f in keep} for b, d in v["decisions"].items()},
+        )
+        for k, v in _stops(root).items()
+    }
+
+
+def test_resume_mid_adaptive_run_reaches_the_same_decisions(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, max_runs=10)
+    exp = load_config(cfg)
+    whole = run_experiment(exp, tmp_path / "whole")
+    assert not whole.interrupted and whole.stopped_early > 0
+    first = run_experiment(exp, tmp_path / "cut", observer=_StopAfter(7))
+    assert first.interrupted
+    cut = tmp_path / "cut" / "adapt"
+    assert len((cut / "journal.jsonl").read_text().splitlines()) == 7
+    again = run_experiment(exp, tmp_path / "cut", resume=True)
+    assert not again.interrupted
+    assert _decisions(cut) == _decisions(tmp_path / "whole" / "adapt")
+    assert {k: v["skipped"] for k, v in _stops(cut).items()} == {
+        k: v["skipped"] for k, v in _stops(tmp_path / "whole" / "adapt").items()
+    }
+    # resuming with another rule would mix two rules in one experiment: refused
+    from duetbench.errors import ResultsDirError
+
+    with pytest.raises(ResultsDirError, match="stopping rule"):
+        run_experiment(with_stop_overrides(exp, threshold="3%"), tmp_path / "cut", resume=True)
+
+
+def test_method_auto_pilots_every_method_then_measures_with_the_chosen_one(
+    tmp_path: Path,
+) -> None:
+    from duetbench.adaptive import PILOT_RUNS
+
+    cfg = tmp_path / "auto.yml"
+    cfg.write_text(
+        """experiment:
+  name: auto
+  methods: auto
+  stop: {until: decided, threshold: 5%, max_runs: 8}
+benchmarks:
+  slow:
+    iterations: 5
+    A: {command: "sleep 0.02"}
+    B: {command: "sleep 0.03"}
+"""
+    )
+    p = _cli("run", cfg, "-o", tmp_path / "out")
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "out" / "auto"
+    stops = _stops(root)
+    assert set(stops) == {"slow/seqn", "slow/aduet", "slow/sduet"}
+    chosen = {v["auto"]["chosen"] for v in stops.values()}
+    assert len(chosen) == 1
+    (method,) = chosen
+    for key, v in stops.items():
+        choice = v["auto"]["choice"]
+        assert set(choice["scores"]) == {"seqn", "aduet", "sduet"}
+        if v["method"] == method:
+            assert v["stopped"] in ("decided", "max_runs")
+            assert v["analyse_from"] >= PILOT_RUNS  # the pilot runs stay out of the analysis
+        else:
+            assert v["stopped"] == "not chosen" and v["runs"] == PILOT_RUNS, key
+            assert len(v["skipped"]) > 0
+    c = _cli("compare", root, "--format", "json")
+    assert c.returncode == 0, c.stderr
+    rows = json.loads(c.stdout)["rows"]
+    assert [r["method"] for r in rows] == [method]
+    assert rows[0]["explanation"].startswith(f"method auto chose {method}")
+    assert "method auto chose" in p.stdout
+    # duet evaluate reports the observed precision per machine-second of every method
+    e = _cli("evaluate", root, "--format", "json")
+    assert e.returncode == 0, e.stderr
+    prec = {r["method"]: r for r in json.loads(e.stdout)["tables"]["precision"]}
+    assert set(prec) == {"seqn", "aduet", "sduet"}
+    assert all(r["half_width_per_hour"] > 0 and r["seconds_per_run"] > 0 for r in prec.values())
+
+
+def test_a_cluster_run_decides_in_plan_order_as_resume_replays_it(tmp_path: Path) -> None:
+    """On a cluster runs finish out of order; the tracker takes them in repetition
+    order, so the decisions written live are those a replay of the finished runs in
+    plan order (what --resume does) reaches."""
+    from duetbench.plan import make_plan
+    from duetbench.schedule.adaptive import StopTracker
+    from duetbench.store import ResultsStore
+
+    cfg = _config(tmp_path, max_runs=8)
+    p = _cli("run", cfg, "-o", tmp_path / "out", "--cluster", "local:2", "--no-compare")
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "out" / "adapt"
+    store = ResultsStore.open(root)
+    exp = load_config(cfg)
+    tracker = StopTracker.for_experiment(store, exp, make_plan(exp))
+    tracker.replay(set(store.finished()))
+    replayed = tracker.document()["stops"]
+    keep = ("reason", "verdict", "estimate", "low", "high", "runs")
+    live = _stops(root)
+    for key, v in live.items():
+        assert v["stopped"] == replayed[key]["stopped"] and v["runs"] == replayed[key]["runs"]
+        for b, d in v["decisions"].items():
+            assert {f: d[f] for f in keep} == {f: replayed[key]["decisions"][b][f] for f in keep}

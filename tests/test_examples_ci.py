@@ -1,0 +1,86 @@
+"""The CI examples (examples/ci/): the GitHub Actions and GitLab CI jobs' commands, run
+here on a repository the test creates, as the CI runner would run them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+CI = Path(__file__).resolve().parent.parent / "examples" / "ci"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _checkout(tmp: Path) -> Path:
+    """A clone whose origin/main is the base and whose HEAD adds an unchanged commit."""
+    origin = tmp / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    for r in (origin,):
+        git(r, "config", "user.email", "t@example.invalid")
+        git(r, "config", "user.name", "t")
+    shutil.copy(CI / "Makefile.example", origin / "Makefile")
+    (origin / "work.txt").write_text("0.1\n")
+    (origin / "examples" / "ci").mkdir(parents=True)
+    shutil.copy(CI / "duet.yml", origin / "examples" / "ci" / "duet.yml")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "base")
+    clone = tmp / "pr checkout"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    git(clone, "config", "user.email", "t@example.invalid")
+    git(clone, "config", "user.name", "t")
+    (clone / "README").write_text("a change that does not touch the program\n")
+    git(clone, "add", "-A")
+    git(clone, "commit", "-q", "-m", "docs only")
+    return clone
+
+
+def _github_commands() -> list[str]:
+    doc = yaml.safe_load((CI / "github-actions.yml").read_text())
+    runs = [s["run"] for s in doc["jobs"]["gate"]["steps"] if "run" in s]
+    return [r.replace("${{ github.base_ref }}", "main") for r in runs if "duet" in r]
+
+
+def _gitlab_commands() -> list[str]:
+    doc = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
+    return [c for c in doc["perf-gate"]["script"] if not c.startswith("pip ")]
+
+
+@pytest.mark.parametrize("commands", [_github_commands, _gitlab_commands], ids=["github", "gitlab"])
+def test_the_ci_jobs_commands_gate_a_pull_request(tmp_path: Path, commands) -> None:  # type: ignore[no-untyped-def]
+    if shutil.which("make") is None:
+        pytest.fail("make is needed by the CI examples")
+    clone = _checkout(tmp_path)
+    summary = tmp_path / "summary.md"
+    env = {
+        **os.environ,
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+    }
+    cmds = commands()
+    assert any(c.startswith("duet gate") for c in cmds)
+    for cmd in cmds:
+        local = re.sub(r"^duet ", f"{sys.executable} -m duetbench ", cmd)
+        p = subprocess.run(
+            ["/bin/sh", "-c", local], cwd=clone, env=env, capture_output=True, text=True
+        )
+        if not cmd.startswith("duet gate"):
+            assert p.returncode == 0, p.stderr
+            continue
+        # an unchanged program: no regression, or (on a very busy machine) inconclusive
+        assert p.returncode in (0, 3), p.stdout + p.stderr
+        assert "duet gate: HEAD" in p.stdout and "REGRESSION" not in p.stdout
+        assert (clone / "results").is_dir()
+    assert "duet gate" in summary.read_text()
+    assert git(clone, "worktree", "list").count("\n") == 0
