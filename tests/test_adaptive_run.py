@@ -224,7 +224,9 @@ benchmarks:
             assert v["stopped"] in ("decided", "max_runs")
             assert v["analyse_from"] >= PILOT_RUNS  # the pilot runs stay out of the analysis
         else:
-            assert v["stopped"] == "not chosen" and v["runs"] == PILOT_RUNS, key
+            # at least the pilot; more when it was the choice for a while (the choice is
+            # re-checked after every run of the chosen method)
+            assert v["stopped"] == "not chosen" and v["runs"] >= PILOT_RUNS, key
             assert len(v["skipped"]) > 0
     c = _cli("compare", root, "--format", "json")
     assert c.returncode == 0, c.stderr

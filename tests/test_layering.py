@@ -72,7 +72,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         ("adaptive", "micro", "process", "dataset", "schedule", "history", "host_report"), 3
     ),
-    **dict.fromkeys(("report", "dashboard"), 4),
+    **dict.fromkeys(("report", "dashboard", "ci"), 4),
     **dict.fromkeys(("commands", ""), 5),
     **dict.fromkeys(("cli", "__main__"), 6),
 }

@@ -490,7 +490,7 @@ def _hosts_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _precision_rows(prep: pd.DataFrame) -> pd.DataFrame:
-    from ..adaptive.costs import precision_per_second  # adaptive imports analysis
+    from .costs import precision_per_second
 
     return precision_per_second(prep)
 
