@@ -220,48 +220,18 @@ def changes_tables(report: ChangeReport) -> list[Table]:
         ),
         empty="no changes found",
     )
-    spikes = Table(
-        name="spikes",
-        title=f"{len(report.spikes)} spike(s): one version off, the next back (not changes)",
-        columns=(
-            Column("benchmark", "benchmark"),
-            Column("method", "method"),
-            Column("version", "version"),
-            Column("change", "change", "signed_pct"),
-            Column("evidence", "evidence"),
-        ),
-        rows=tuple(
-            {
-                "benchmark": _bench(s.key.suite, s.key.benchmark),
-                "method": s.key.method,
-                "version": s.version,
-                "change": s.change,
-                "evidence": s.evidence,
-            }
-            for s in report.spikes
-        ),
+    spikes = _moves_table(
+        "spikes",
+        f"{len(report.spikes)} spike(s): one version off, the next back (not changes)",
+        report.spikes,
+        ("evidence", "evidence"),
         empty=None,
     )
-    dismissed = Table(
-        name="dismissed",
-        title=f"{len(report.dismissed)} move(s) of the absolute series dismissed as machine drift",
-        columns=(
-            Column("benchmark", "benchmark"),
-            Column("method", "method"),
-            Column("version", "version"),
-            Column("change", "change", "signed_pct"),
-            Column("reason", "why"),
-        ),
-        rows=tuple(
-            {
-                "benchmark": _bench(d.key.suite, d.key.benchmark),
-                "method": d.key.method,
-                "version": d.version,
-                "change": d.change,
-                "reason": d.reason,
-            }
-            for d in report.dismissed
-        ),
+    dismissed = _moves_table(
+        "dismissed",
+        f"{len(report.dismissed)} move(s) of the absolute series dismissed as machine drift",
+        report.dismissed,
+        ("reason", "why"),
     )
     environment = Table(
         name="environment",
@@ -287,6 +257,34 @@ def changes_tables(report: ChangeReport) -> list[Table]:
         ),
     )
     return [changes, *(t for t in (spikes, dismissed, environment) if t.rows)]
+
+
+def _moves_table(name: str, title: str, moves: Any, why: tuple[str, str], **kw: Any) -> Table:
+    """Moves of a series that are not changes (spikes, drift): benchmark, method,
+    version, change and the attribute ``why[0]`` that says why (titled ``why[1]``)."""
+    attr, heading = why
+    return Table(
+        name=name,
+        title=title,
+        columns=(
+            Column("benchmark", "benchmark"),
+            Column("method", "method"),
+            Column("version", "version"),
+            Column("change", "change", "signed_pct"),
+            Column(attr, heading),
+        ),
+        rows=tuple(
+            {
+                "benchmark": _bench(m.key.suite, m.key.benchmark),
+                "method": m.key.method,
+                "version": m.version,
+                "change": m.change,
+                attr: getattr(m, attr),
+            }
+            for m in moves
+        ),
+        **kw,
+    )
 
 
 def _bench(suite: str, benchmark: str) -> str:
