@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from tests.conftest import run_duet
+from tests.helpers import SETUP_HINT, require_tool
 
 VERSIONS = 31  # v0 .. v30: 30 steps
 SLOW = {10: 0.12, 21: 0.12}  # version -> injected slowdown of the work
@@ -94,8 +93,8 @@ def work_constants() -> list[int]:
     return out
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None and not os.environ.get("CI"), reason="needs gcc")
 def test_thirty_versions_two_injected_slowdowns_found_exactly(tmp_path: Path) -> None:
+    require_tool("gcc", f"apt-get install gcc libc6-dev ({SETUP_HINT})")  # fails, never skips
     repo, builds, results = tmp_path / "program", tmp_path / "builds", tmp_path / "results"
     history = tmp_path / "perf history.sqlite"  # a space, as users have them
     repo.mkdir()

@@ -47,7 +47,7 @@ def mem_list():
 
 
 def peakmem_list():
-    [0] * 100_000
+    return [0] * 100_000
 
 
 def track_steps():
