@@ -39,8 +39,9 @@ WIDTH, HEIGHT = 1400, 1600
 class Browser:
     """Headless Chromium with one page, spoken to over ``--remote-debugging-pipe``."""
 
-    def __init__(self, profile: Path) -> None:
+    def __init__(self, profile: Path, size: tuple[int, int] = (WIDTH, HEIGHT)) -> None:
         profile.mkdir(parents=True, exist_ok=True)
+        self.width, self.height = size
         to_chrome_r, self._w = os.pipe()
         self._r, from_chrome_w = os.pipe()
 
@@ -55,7 +56,7 @@ class Browser:
             [
                 CHROMIUM,
                 *FLAGS,
-                f"--window-size={WIDTH},{HEIGHT}",
+                f"--window-size={self.width},{self.height}",
                 f"--user-data-dir={profile}",
                 "--remote-debugging-pipe",
             ],
@@ -140,7 +141,7 @@ class Browser:
             self.send(f"{domain}.enable")
         self.send(
             "Emulation.setDeviceMetricsOverride",
-            {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
         )
         self.send("Page.navigate", {"url": url})
 
@@ -173,7 +174,7 @@ class Browser:
             height = self.js("document.documentElement.scrollHeight")
             params |= {
                 "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1},
+                "clip": {"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1},
             }
         data = self.send("Page.captureScreenshot", params)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,18 +9,15 @@ request, the DOM after the plots are drawn, real render timings and a screenshot
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
 import os
 import re
-import select
-import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.browser import CHROMIUM, Browser
 from tests.helpers import HANG_S, ROOT, SETUP_HINT, run_duet
 
 from duetbench.analysis.evaluate import evaluate
@@ -29,149 +26,6 @@ from duetbench.dataset import Dataset
 from duetbench.report.html import ReportOptions, render_html, render_markdown
 
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--window-size=1400,3000",
-]
-
-
-class Browser:
-    """Headless Chromium spoken to over ``--remote-debugging-pipe``."""
-
-    def __init__(self, profile: Path) -> None:
-        to_chrome_r, self._w = os.pipe()
-        self._r, from_chrome_w = os.pipe()
-
-        def wire() -> None:  # in the child: the pipe ends become fds 3 and 4
-            # (moved above 10 first: a pipe end may itself be fd 3 or 4)
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_chrome_r, from_chrome_w)]
-            for target, fd in zip((3, 4), high, strict=True):
-                os.dup2(fd, target)  # inheritable
-                os.close(fd)
-
-        self._log = open(profile.parent / f"{profile.name}-stderr.log", "wb")
-        self.proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe"],
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=self._log,
-            close_fds=False,
-            preexec_fn=wire,
-        )
-        os.close(to_chrome_r)
-        os.close(from_chrome_w)
-        self._buf = b""
-        self._id = 0
-        self.events: list[dict[str, Any]] = []
-        self.session: str | None = None
-
-    def _read(self, deadline: float) -> dict[str, Any]:
-        while b"\0" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no answer from chromium")
-            ready, _, _ = select.select([self._r], [], [], left)
-            if ready:
-                chunk = os.read(self._r, 1 << 20)
-                if not chunk:
-                    raise RuntimeError(f"chromium closed the pipe (exit {self.proc.poll()})")
-                self._buf += chunk
-        msg, self._buf = self._buf.split(b"\0", 1)
-        return json.loads(msg)
-
-    def send(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float = HANG_S
-    ) -> Any:
-        self._id += 1
-        msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
-        if self.session and not method.startswith(("Target.", "Browser.")):
-            msg["sessionId"] = self.session
-        os.write(self._w, json.dumps(msg).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self._read(deadline)
-            if reply.get("id") == self._id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-            self.events.append(reply)
-
-    def js(self, expression: str) -> Any:
-        res = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
-        if "exceptionDetails" in res:
-            raise RuntimeError(res["exceptionDetails"])
-        return res["result"].get("value")
-
-    def open(self, url: str) -> None:
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
-            "sessionId"
-        ]
-        for domain in ("Runtime", "Page", "Network", "Log", "Performance"):
-            self.send(f"{domain}.enable")
-        self.send(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": 1400, "height": 3000, "deviceScaleFactor": 1, "mobile": False},
-        )
-        self.send("Page.navigate", {"url": url})
-
-    def close(self) -> None:
-        try:
-            self.send("Browser.close", timeout=10)
-        except (RuntimeError, TimeoutError, OSError):
-            pass
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for fd in (self._r, self._w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._log.close()
-
-    def metrics(self) -> dict[str, float]:
-        """The renderer's counters (``Performance.getMetrics``): CPU and task times in s."""
-        return {m["name"]: m["value"] for m in self.send("Performance.getMetrics")["metrics"]}
-
-    def errors(self) -> list[str]:
-        """JavaScript exceptions, console errors and error log entries seen so far."""
-        out = []
-        for e in self.events:
-            m, p = e.get("method"), e.get("params", {})
-            if m == "Runtime.exceptionThrown":
-                d = p.get("exceptionDetails", {})
-                out.append(
-                    f"exception: {d.get('exception', {}).get('description') or d.get('text')}"
-                )
-            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append(
-                    "console: "
-                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
-                )
-            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
-                out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
-        return out
-
-    def requests(self) -> list[str]:
-        return [
-            e["params"]["request"]["url"]
-            for e in self.events
-            if e.get("method") == "Network.requestWillBeSent"
-        ]
-
-
 DOM_SUMMARY = """JSON.stringify((() => {
   const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
   return {
@@ -192,7 +46,7 @@ DOM_SUMMARY = """JSON.stringify((() => {
 
 def load_in_chromium(html: Path, tmp: Path, shot: str) -> dict[str, Any]:
     """Open ``html``; wait until every plot is drawn; return the DOM summary and timings."""
-    browser = Browser(tmp / f"profile-{shot}")
+    browser = Browser(tmp / f"profile-{shot}", size=(1400, 3000))
     try:
         t0 = time.monotonic()
         browser.open(html.resolve().as_uri())
