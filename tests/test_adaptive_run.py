@@ -227,7 +227,9 @@ benchmarks:
             # at least the pilot; more when it was the choice for a while (the choice is
             # re-checked after every run of the chosen method)
             assert v["stopped"] == "not chosen" and v["runs"] >= PILOT_RUNS, key
-            assert len(v["skipped"]) > 0
+            # its remaining planned runs are skipped -- none remain when it was the
+            # choice until its last planned run (seen on a busy CI machine)
+            assert len(v["skipped"]) > 0 or v["runs"] == 8, key
     c = _cli("compare", root, "--format", "json")
     assert c.returncode == 0, c.stderr
     rows = json.loads(c.stdout)["rows"]
