@@ -109,12 +109,12 @@ benchmarks:
     # too noisy to assert (shared placement gave -0.16 to +0.17 on a quiet 2-CPU host);
     # it is printed here and measured by benchmarks/placement_study.py; what must hold is
     # that the anti-correlated failure, a 2x read as faster or barely slower, is gone.
-    # sduet's own limit, not the placement's: in every iteration the shorter side (A)
-    # ends first and waits at the handshake, so B's second half runs beside the intruder
-    # alone, faster than its first half ran beside A and the intruder. With one intruder
-    # on 2 CPUs and A's work taking 1 time unit alone: A runs at 2/3 speed and takes 1.5;
-    # B does 1 unit by then and its second at full speed: 2.5, so B/A reads 5/3 ~ 1.67
-    # (docs/performance.md, section Placement). On a machine with only the intruder,
+    # sduet: in every iteration the shorter side (A) ends first and waits at the
+    # handshake. Asleep, it would leave B's second half beside the intruder alone (B/A
+    # ~ 5/3); it spins by default (docs/sync.md, "Waiting: spin or block"), but three
+    # busy processes on 2 unpinned CPUs are not shared evenly either, so sduet still
+    # read 1.56-2.08 here (docs/performance.md, "sduet with iterations of different
+    # length"). On a machine with only the intruder,
     # seqn and aduet measured 1.91-2.12 with the verdict `slower`; with several other
     # test suites running besides, 1.58-2.31 and sometimes `same` (5 runs).
 

@@ -610,3 +610,74 @@ def test_cli_coordinate(tmp_path: Path) -> None:
 
 def _wait_until(cond) -> None:
     wait_until(cond, "the coordinator's state")
+
+
+# --------------------------------------------------------------------------- spin or block
+
+_WAIT_S = 1.0  # the hung coordinator never answers: each wait ends with its timeout
+_PY_WAITER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+if sys.argv[2] == "client":
+    import duetbench.sync as s
+    wait, err = (lambda: s.wait()), s.SyncTimeout
+else:  # the micro worker's own copy of the handshake (standard library only)
+    sys.path.insert(0, sys.argv[3])
+    import handshake as h
+    import os
+    wait, err = (lambda: h.Handshake.from_env(os.environ).wait()), h.HandshakeError
+t0 = time.process_time()
+try:
+    wait()
+except err:
+    print(time.process_time() - t0)
+"""
+
+
+def _waiter_cpu_s(tmp_path: Path, kind: str, mode: str | None) -> float:
+    """CPU seconds one side burns in a wait that ends with its timeout."""
+    (tmp_path / f"{kind}-{mode}").mkdir()
+    d, fds = _hung_dir(tmp_path / f"{kind}-{mode}")
+    env = {**_base_env(), "DUET_SYNC_DIR": str(d), "DUET_PAIR": "A"}
+    env["DUET_SYNC_TIMEOUT"] = str(_WAIT_S)
+    if mode is not None:
+        env["DUET_SYNC_WAIT"] = mode
+    try:
+        if kind == "c":
+            binary = _compile(tmp_path, static=False)
+            proc = subprocess.Popen(
+                [binary, tmp_path / "x.csv", "1"], env=env, stderr=subprocess.PIPE
+            )
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 1, proc.stderr.read() if proc.stderr else ""
+            proc.stderr and proc.stderr.close()
+            return usage.ru_utime + usage.ru_stime
+        micro = REPO / "src" / "duetbench" / "micro"
+        res = subprocess.run(
+            [sys.executable, "-c", _PY_WAITER, str(REPO / "src"), kind, str(micro)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HANG_S,
+        )
+        assert res.returncode == 0 and res.stdout.strip(), res.stderr
+        return float(res.stdout)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("kind", ["client", "micro", "c"])
+def test_a_waiting_side_keeps_its_cpu_busy_unless_told_to_block(tmp_path: Path, kind: str) -> None:
+    """In a sduet the shorter side waits at every handshake for the longer one. Asleep,
+    it would leave its CPU idle for the second part of the longer side's iteration, which
+    then runs faster than its first part: a known 2x read as 2.15-2.2 on a quiet 2-CPU
+    machine and as 1.4-1.8 beside a busy intruder. Spinning (the default) keeps the
+    other side's surroundings alike all through (docs/sync.md, "Waiting: spin or block").
+    Bounds leave room for a busy machine: a spinning wait gets at least a share of a CPU."""
+    spin = _waiter_cpu_s(tmp_path, kind, None)
+    block = _waiter_cpu_s(tmp_path, kind, "block")
+    assert spin > 0.25 * _WAIT_S, (spin, block)
+    assert block < 0.1 * _WAIT_S, (spin, block)
+    with pytest.raises(SyncError, match="DUET_SYNC_WAIT"):
+        SyncClient.from_env({"DUET_SYNC_DIR": "/x", "DUET_PAIR": "A", "DUET_SYNC_WAIT": "nap"})

@@ -4,7 +4,8 @@ The same bytes as ``duetbench.sync.SyncClient``, re-implemented with the standar
 library only because the worker runs in the side's own interpreter, where
 duetbench is not installed (and ``duetbench/sync`` imports the rest of the
 package). Python 3.8 syntax. Before each sample: open ``go.<PAIR>`` read-only
-and non-blocking, write ``<PAIR>\\n`` to ``ready``, wait (poll) for ``go\\n``.
+and non-blocking, write ``<PAIR>\\n`` to ``ready``, wait (poll) for ``go\\n`` --
+spinning unless ``DUET_SYNC_WAIT=block``.
 After the last sample: ``<PAIR> done\\n``. No file stays open between calls.
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 ENV_DIR = "DUET_SYNC_DIR"
 ENV_PAIR = "DUET_PAIR"
 ENV_TIMEOUT = "DUET_SYNC_TIMEOUT"
+ENV_WAIT = "DUET_SYNC_WAIT"  # spin (default) or block: docs/sync.md, "Waiting: spin or block"
 DEFAULT_TIMEOUT_S = 600.0
 GO_LINE = b"go\n"
 _PAIR_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -33,10 +35,13 @@ class HandshakeError(Exception):
 class Handshake:
     """Ready/go with the coordinator of a synchronous duet; see the module docstring."""
 
-    def __init__(self, directory: str, pair: str, timeout_s: float | None) -> None:
+    def __init__(
+        self, directory: str, pair: str, timeout_s: float | None, spin: bool = True
+    ) -> None:
         self.directory = directory
         self.pair = pair
         self.timeout_s = timeout_s  # None: wait forever
+        self.spin = spin  # keep the CPU busy while waiting for go
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Handshake | None:
@@ -54,7 +59,10 @@ class Handshake:
             timeout = math.nan
         if not math.isfinite(timeout) or timeout < 0:
             raise HandshakeError(f"{ENV_TIMEOUT}={text!r} is not a number of seconds >= 0")
-        return cls(directory, pair, None if timeout == 0 else timeout)
+        wait = environ.get(ENV_WAIT, "").strip() or "spin"
+        if wait not in ("spin", "block"):
+            raise HandshakeError(f"{ENV_WAIT}={wait!r} must be 'spin' or 'block'")
+        return cls(directory, pair, None if timeout == 0 else timeout, wait == "spin")
 
     def wait(self) -> None:
         """Say ready; return when the coordinator says go."""
@@ -107,7 +115,13 @@ class Handshake:
                 wait_ms = -1
             else:
                 wait_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            if not poller.poll(wait_ms):
+            if self.spin:  # busy until go: the other side is never timed beside an idle CPU
+                ready = poller.poll(0)
+                while not ready and (deadline is None or time.monotonic() < deadline):
+                    ready = poller.poll(0)
+            else:
+                ready = poller.poll(wait_ms)
+            if not ready:
                 raise HandshakeError(
                     f"side {self.pair}: no go within {self.timeout_s} s ({ENV_TIMEOUT}); "
                     "the coordinator or the other side is stuck"

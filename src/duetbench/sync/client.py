@@ -24,12 +24,14 @@ from .protocol import (
     ENV_DIR,
     ENV_PAIR,
     ENV_TIMEOUT,
+    ENV_WAIT,
     GO_LINE,
     GO_PREFIX,
     READY_NAME,
     SyncError,
     SyncTimeout,
     check_pair,
+    parse_wait,
 )
 
 
@@ -53,6 +55,19 @@ def _remaining_ms(deadline: float | None) -> int:
     return max(0, math.ceil((deadline - time.monotonic()) * 1000))
 
 
+def _spin_poll(poller: select.poll, deadline: float | None) -> list[tuple[int, int]]:
+    """poll() without sleeping: keep this CPU busy until an event or the deadline.
+
+    A side that slept here would leave its CPU idle while the other side finishes
+    its (longer) iteration, so the longer side's iterations would be timed half
+    beside a busy CPU and half beside an idle one (docs/sync.md, "Waiting: spin
+    or block")."""
+    while True:
+        events = poller.poll(0)
+        if events or (deadline is not None and time.monotonic() >= deadline):
+            return events
+
+
 @dataclass(frozen=True)
 class SyncClient:
     """One side of a synchronous duet. Holds no open files between calls."""
@@ -60,6 +75,7 @@ class SyncClient:
     directory: Path
     pair: str
     timeout_s: float | None = DEFAULT_TIMEOUT_S  # None = wait forever
+    spin: bool = True  # wait for go busy (DUET_SYNC_WAIT=spin) or asleep (block)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SyncClient | None:
@@ -69,7 +85,12 @@ class SyncClient:
         if not directory:
             return None
         pair = check_pair(env.get(ENV_PAIR, ""))
-        return cls(Path(directory), pair, _parse_timeout(env.get(ENV_TIMEOUT)))
+        return cls(
+            Path(directory),
+            pair,
+            _parse_timeout(env.get(ENV_TIMEOUT)),
+            parse_wait(env.get(ENV_WAIT)),
+        )
 
     @property
     def ready_path(self) -> Path:
@@ -147,7 +168,10 @@ class SyncClient:
         poller.register(fd, select.POLLIN)
         line = bytearray()
         while True:
-            events = poller.poll(_remaining_ms(deadline))
+            if self.spin:
+                events = _spin_poll(poller, deadline)
+            else:
+                events = poller.poll(_remaining_ms(deadline))
             if not events:
                 raise SyncTimeout(
                     f"side {self.pair}: no go from the coordinator within {self.timeout_s} s "

@@ -14,7 +14,8 @@
  *
  * Environment: DUET_SYNC_DIR (unset or empty: not a synchronous duet, both calls
  * return DUET_SYNC_OK at once), DUET_PAIR (A or B), DUET_SYNC_TIMEOUT (seconds
- * to wait for go, default 600, 0 = forever). Protocol: duetbench docs/sync.md.
+ * to wait for go, default 600, 0 = forever), DUET_SYNC_WAIT (spin, the default:
+ * wait for go busy; block: asleep in poll()). Protocol: duetbench docs/sync.md.
  *
  * Return values: DUET_SYNC_OK (0), DUET_SYNC_TIMEOUT (1: no go in time),
  * DUET_SYNC_ERROR (2: bad environment, no coordinator, coordinator gone); on
@@ -65,6 +66,7 @@ struct duet_sync__config {
     const char *dir;
     const char *pair;
     double timeout_s; /* <= 0: forever */
+    int spin;         /* DUET_SYNC_WAIT: 1 spin (default, keeps the CPU busy), 0 block */
     char ready[DUET_SYNC_PATH_MAX];
     char go[DUET_SYNC_PATH_MAX];
 };
@@ -95,6 +97,15 @@ static inline int duet_sync__configure(struct duet_sync__config *c, char *err, s
         if (errno != 0 || *end != '\0' || !(c->timeout_s >= 0.0) || c->timeout_s > 1e9)
             return duet_sync__fail(err, errlen, DUET_SYNC_ERROR,
                                    "DUET_SYNC_TIMEOUT='%s' is not a number of seconds >= 0", t);
+    }
+    t = getenv("DUET_SYNC_WAIT");
+    c->spin = 1;
+    if (t != NULL && t[0] != '\0') {
+        if (strcmp(t, "block") == 0)
+            c->spin = 0;
+        else if (strcmp(t, "spin") != 0)
+            return duet_sync__fail(err, errlen, DUET_SYNC_ERROR,
+                                   "DUET_SYNC_WAIT='%s' must be spin or block", t);
     }
     if (snprintf(c->ready, sizeof c->ready, "%s/ready", c->dir) >= (int)sizeof c->ready ||
         snprintf(c->go, sizeof c->go, "%s/go.%s", c->dir, c->pair) >= (int)sizeof c->go)
@@ -204,9 +215,11 @@ static inline int duet_sync_wait(char *err, size_t errlen)
     for (;;) {
         struct pollfd pfd = {fd, POLLIN, 0};
         ssize_t n;
-        int r = poll(&pfd, 1, duet_sync__remaining_ms(deadline));
+        int r = poll(&pfd, 1, c.spin ? 0 : duet_sync__remaining_ms(deadline));
         if (r < 0 && errno == EINTR)
             continue;
+        if (r == 0 && c.spin && (deadline < 0.0 || duet_sync__now() < deadline))
+            continue; /* spinning: the other side is never timed beside an idle CPU */
         if (r == 0) {
             close(fd);
             return duet_sync__fail(err, errlen, DUET_SYNC_TIMEOUT,

@@ -16,6 +16,12 @@ ENV_PAIR = "DUET_PAIR"
 #: Environment variable: seconds a side waits for *go* before failing (``0`` = forever).
 ENV_TIMEOUT = "DUET_SYNC_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
+#: Environment variable: how a side waits for *go*: ``spin`` (default: keeps its CPU
+#: busy, so the other side is timed beside a busy CPU all through the iteration) or
+#: ``block`` (sleeps in poll()); docs/sync.md, "Waiting: spin or block".
+ENV_WAIT = "DUET_SYNC_WAIT"
+WAIT_MODES = ("spin", "block")
+DEFAULT_WAIT = "spin"
 
 READY_NAME = "ready"
 GO_PREFIX = "go."
@@ -31,6 +37,14 @@ class SyncError(DuetError):
 
 class SyncTimeout(SyncError):
     """No *go* arrived within ``DUET_SYNC_TIMEOUT`` seconds."""
+
+
+def parse_wait(text: str | None) -> bool:
+    """Whether ``DUET_SYNC_WAIT`` (``None``/empty: the default) asks for a spinning wait."""
+    mode = (text or "").strip() or DEFAULT_WAIT
+    if mode not in WAIT_MODES:
+        raise SyncError(f"{ENV_WAIT}={text!r} must be 'spin' or 'block' (docs/sync.md)")
+    return mode == "spin"
 
 
 def check_pair(pair: str) -> str:

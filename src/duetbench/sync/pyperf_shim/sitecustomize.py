@@ -35,7 +35,7 @@ import time
 
 ENV_DIR = "DUET_SYNC_DIR"
 #: the variables a pyperf worker needs from its manager's environment
-FORWARDED = ("DUET_SYNC_DIR", "DUET_PAIR", "DUET_SYNC_TIMEOUT", "DUET_OUTPUT_DIR")
+FORWARDED = ("DUET_SYNC_DIR", "DUET_PAIR", "DUET_SYNC_TIMEOUT", "DUET_SYNC_WAIT", "DUET_OUTPUT_DIR")
 LOG_NAME = "pyperf-sync.csv"
 LOG_HEADER = "pid,index,loops,ready_ns,go_ns\n"
 HERE = os.path.dirname(os.path.abspath(__file__))
