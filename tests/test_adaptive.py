@@ -369,6 +369,30 @@ def _model(**kw: float) -> CostModel:
     return m
 
 
+def test_forecast_predicts_for_the_runs_as_run_with_a_range_that_covers_the_truth() -> None:
+    """`duet plan --precision` from a 5-run pilot: the runs needed at the pilot's own
+    iterations per run, and a 90 % range from the uncertainty of 5 runs' spread, which
+    holds the runs the true spread needs in about 90 % of pilots (seeded)."""
+    from types import SimpleNamespace
+
+    from duetbench.adaptive.forecast import forecast
+
+    bench = SimpleNamespace(name="bench000", repetitions={"seqn": 5}, stop=None)
+    exp = SimpleNamespace(benchmarks=[bench])
+    noise = dict(benchmarks=1, methods=("seqn",), iterations=10, run_sd=0.03, iter_sd=0.005)
+    (truth,) = forecast(exp, simulate(runs=400, seed=1000, **noise), precision=0.01)  # type: ignore[arg-type]
+    inside = 0
+    for seed in range(60):
+        (row,) = forecast(exp, simulate(runs=5, seed=seed, **noise), precision=0.01)  # type: ignore[arg-type]
+        assert row["iterations"] == 10  # as the pilot ran, not the cost model's optimum
+        assert row["best_iterations"] == 1  # run-level noise dominates: many short runs
+        assert row["runs_low"] <= row["runs"] <= row["runs_high"]
+        # 5 runs cannot pin the runs down to 1.5x: the range says so
+        assert row["runs_high"] > 1.5 * row["runs"] and row["runs_low"] < row["runs"] / 1.5
+        inside += row["runs_low"] <= truth["runs"] <= row["runs_high"]
+    assert 0.8 <= inside / 60 <= 0.98, inside
+
+
 def test_best_iterations_minimizes_variance_times_cost() -> None:
     m = _model()
     best = best_iterations(m)

@@ -4,15 +4,21 @@ from the runs of an earlier results directory (docs/adaptive.md, "Cost model and
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
+from scipy import stats
 
-from .costs import estimate_costs
-from .planning import plan_for_power, plan_for_precision
+from .costs import CostModel, estimate_costs
+from .planning import Plan, plan_for_power, plan_for_precision
 from .rules import StopRule
 
-__all__ = ["forecast"]
+__all__ = ["RANGE_LEVEL", "forecast"]
+
+#: coverage of the range given with each prediction (the uncertainty of the spread
+#: estimated from the earlier runs: a chi-square interval on its variance)
+RANGE_LEVEL = 0.90
 
 
 def _rule(stop: Any, until: str, precision: float | None) -> StopRule:
@@ -50,18 +56,66 @@ def forecast(
                 rows.append({**row, "evidence": "no earlier runs: run a pilot, e.g. --max-runs 5"})
                 continue
             if precision is not None:
-                plan = plan_for_precision(model, precision, _rule(bench.stop, "precise", precision))
+                rule = _rule(bench.stop, "precise", precision)
+
+                def predict(m: CostModel, i: int | None, _r: StopRule = rule) -> Plan:
+                    return plan_for_precision(m, precision, _r, iterations=i)
             else:
-                threshold_rule = _rule(bench.stop, "decided", None)
-                plan = plan_for_power(model, float(detect), rule=threshold_rule)  # type: ignore[arg-type]
+                rule = _rule(bench.stop, "decided", None)
+
+                def predict(m: CostModel, i: int | None, _r: StopRule = rule) -> Plan:
+                    return plan_for_power(m, float(detect), rule=_r, iterations=i)  # type: ignore[arg-type]
+
+            # as the earlier runs were run (the config's iterations, as measured), and
+            # with the iterations per run the cost model finds best
+            as_run = max(1, round(model.iterations))
+            plan = predict(model, as_run)
+            best = predict(model, None)
+            low, high = (predict(_scaled(model, f), as_run).runs for f in _variance_range(model))
             rows.append(
                 {
                     **row,
                     "iterations": plan.iterations,
                     "runs": plan.runs,
-                    "time_ns": None if plan.seconds is None else int(plan.seconds * 1e9),
+                    "runs_low": low,
+                    "runs_high": high,
+                    "runs_range": _range_text(low, high),
+                    "time_ns": _ns(plan.seconds),
                     "half_width": plan.half_width if math.isfinite(plan.half_width) else None,
+                    "best_iterations": best.iterations,
+                    "best_runs": best.runs,
+                    "best_time_ns": _ns(best.seconds),
                     "evidence": f"{model.runs} runs",
                 }
             )
     return rows
+
+
+def _ns(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1e9)
+
+
+def _variance_range(model: CostModel) -> tuple[float, float]:
+    """Factors on the run values' variance giving a ``RANGE_LEVEL`` interval for it.
+
+    With ``k = runs - 1`` degrees of freedom, ``k s^2 / sigma^2`` is chi-square: from 5
+    runs the true variance lies anywhere from 0.42x to 5.6x the estimate (90 %), and the
+    runs needed scale with it -- a pilot of 5 runs cannot predict within 1.5x."""
+    k = max(model.runs - 1, 1)
+    tail = (1 - RANGE_LEVEL) / 2
+    return k / float(stats.chi2.ppf(1 - tail, k)), k / float(stats.chi2.ppf(tail, k))
+
+
+def _scaled(model: CostModel, factor: float) -> CostModel:
+    return replace(
+        model,
+        run_var=model.run_var * factor,
+        between_runs=model.between_runs * factor,
+        within_runs=model.within_runs * factor,
+    )
+
+
+def _range_text(low: int | None, high: int | None) -> str:
+    if low is None:
+        return "out of reach"
+    return f"{low}-{high}" if high is not None else f"{low}-out of reach"

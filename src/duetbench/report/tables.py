@@ -240,8 +240,12 @@ FORECAST_COLUMNS = (
     Column("method", "method"),
     Column("iterations", "iterations/run", "count"),
     Column("runs", "runs", "count", missing="out of reach"),
+    Column("runs_range", "runs, 90 % range"),
     Column("time_ns", "machine time", "duration"),
     Column("half_width", "+- at that many runs", "pct", digits=2),
+    Column("best_iterations", "best iterations/run", "count"),
+    Column("best_runs", "runs then", "count", missing="out of reach"),
+    Column("best_time_ns", "machine time then", "duration"),
     Column("evidence", "from"),
 )
 
@@ -254,7 +258,9 @@ def forecast_table(title: str, goal: str, rows: Sequence[dict[str, Any]], source
         title=title,
         columns=FORECAST_COLUMNS,
         rows=tuple(rows),
-        caption=f"goal: {goal}; predicted from the runs in {source} (cost model)",
+        caption=f"goal: {goal}; predicted from the runs in {source} (cost model) with "
+        "their iterations per run; the range: what the spread of so few runs leaves open "
+        "(90 %); best iterations/run: the cost model's optimum, and the runs and time then",
     )
 
 
