@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +109,23 @@ def assert_same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
     assert list(a.columns) == list(b.columns)
     for c in a.columns:
         assert np.array_equal(a[c].astype(str).to_numpy(), b[c].astype(str).to_numpy()), c
+
+
+def wait_for(path: Path, proc: subprocess.Popen, deadline_s: float) -> None:
+    """Wait until a hooked `history add` (``proc``) reaches the step that creates ``path``."""
+    deadline = time.monotonic() + deadline_s
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the add ended before {path.name}: {proc.stderr.read()}")
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.02)
+
+
+def tables(tmp_path: Path, n: int) -> list[Path]:
+    """``n`` simulated experiments as Parquet tables, in paths with a space."""
+    out = []
+    for i in range(n):
+        p = tmp_path / f"exp {i}.parquet"
+        sim_experiment(i, benchmarks=("parse", "render")).to_parquet(p)
+        out.append(p)
+    return out

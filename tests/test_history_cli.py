@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -22,8 +21,9 @@ from tests.history_helpers import (
     HOST,
     build_history,
     levels_with_steps,
-    sim_experiment,
+    tables,
     tiny_config,
+    wait_for,
 )
 from tests.pg_server import fresh_database, postgres_server
 
@@ -274,15 +274,6 @@ def start_add(repo: str, table: Path, version: str, hooks: dict[str, str] | None
     )
 
 
-def wait_for(path: Path, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"the add ended before {path.name}: {proc.stderr.read()}")
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.02)
-
-
 def counts(repo: str) -> tuple[int, ...]:
     doc = history_json("list", "--repo", repo)
     with Repository.open(repo, create=False) as r:
@@ -294,15 +285,6 @@ def counts(repo: str) -> tuple[int, ...]:
     return (len(doc["experiments"]), len(doc["versions"]), *rows)
 
 
-def tables(tmp_path: Path, n: int) -> list[Path]:
-    out = []
-    for i in range(n):
-        p = tmp_path / f"exp {i}.parquet"
-        sim_experiment(i, benchmarks=("parse", "render")).to_parquet(p)
-        out.append(p)
-    return out
-
-
 def test_sigkill_of_the_cli_add_at_each_step(tmp_path: Path) -> None:
     repo = str(tmp_path / "r.sqlite")
     paths = tables(tmp_path, len(STEPS) + 1)
@@ -312,7 +294,7 @@ def test_sigkill_of_the_cli_add_at_each_step(tmp_path: Path) -> None:
     for i, step in enumerate(STEPS, start=1):
         hooks = {HOOK_STEP_ENV: step, HOOK_DIR_ENV: str(tmp_path)}
         proc = start_add(repo, paths[i], f"v{i}", hooks)
-        wait_for(tmp_path / f"{step}.reached", proc)
+        wait_for(tmp_path / f"{step}.reached", proc, DEADLINE_S)
         proc.send_signal(signal.SIGKILL)
         proc.wait(DEADLINE_S)
         assert counts(repo) == before, step
@@ -333,7 +315,7 @@ def test_concurrent_cli_adds_all_land(repo_url: str, tmp_path: Path) -> None:
     paths = tables(tmp_path, 3)
     hook = {HOOK_STEP_ENV: "inserting", HOOK_DIR_ENV: str(tmp_path)}
     holder = start_add(repo_url, paths[0], "v0", hook)  # holds its open transaction
-    wait_for(tmp_path / "inserting.reached", holder)
+    wait_for(tmp_path / "inserting.reached", holder, DEADLINE_S)
     others = [start_add(repo_url, p, f"v{i}") for i, p in enumerate(paths[1:], start=1)]
     (tmp_path / "inserting.release").write_text("")
     for p in [holder, *others]:

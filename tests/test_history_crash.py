@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.history_helpers import HOST, sim_experiment
+from tests.history_helpers import HOST, tables, wait_for
 from tests.pg_server import fresh_database, postgres_server
 
 from duetbench.history import Repository
@@ -47,15 +47,6 @@ def start_add(url: str, table: Path, version: str, hooks: dict[str, str] | None 
     )
 
 
-def wait_for(path: Path, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"the add ended before {path.name}: {proc.stderr.read()}")
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.02)
-
-
 def snapshot(url: str) -> dict[str, int]:
     with Repository.open(url) as repo:
         counts = {
@@ -67,15 +58,6 @@ def snapshot(url: str) -> dict[str, int]:
     return counts
 
 
-def tables(tmp_path: Path, n: int) -> list[Path]:
-    out = []
-    for i in range(n):
-        p = tmp_path / f"exp {i}.parquet"
-        sim_experiment(i, benchmarks=("parse", "render")).to_parquet(p)
-        out.append(p)
-    return out
-
-
 @pytest.mark.parametrize("step", STEPS)
 def test_sigkill_at_each_step_leaves_the_repository_as_before(tmp_path: Path, step: str) -> None:
     url = str(tmp_path / "r.sqlite")
@@ -84,7 +66,7 @@ def test_sigkill_at_each_step_leaves_the_repository_as_before(tmp_path: Path, st
     assert done.wait(DEADLINE_S) == 0, done.stderr.read()
     before = snapshot(url)
     proc = start_add(url, second, "v2", {HOOK_STEP_ENV: step, HOOK_DIR_ENV: str(tmp_path)})
-    wait_for(tmp_path / f"{step}.reached", proc)
+    wait_for(tmp_path / f"{step}.reached", proc, DEADLINE_S)
     proc.send_signal(signal.SIGKILL)
     proc.wait(DEADLINE_S)
     assert snapshot(url) == before
@@ -138,7 +120,7 @@ def test_concurrent_adds_all_land(repo_url: str, tmp_path: Path) -> None:
     # the first add holds its open transaction while the others start and queue behind it
     hook = {HOOK_STEP_ENV: "inserting", HOOK_DIR_ENV: str(tmp_path)}
     holder = start_add(repo_url, paths[0], "v0", hook)
-    wait_for(tmp_path / "inserting.reached", holder)
+    wait_for(tmp_path / "inserting.reached", holder, DEADLINE_S)
     others = [start_add(repo_url, p, f"v{i}") for i, p in enumerate(paths[1:], start=1)]
     (tmp_path / "inserting.release").write_text("")
     for p in [holder, *others]:
@@ -154,7 +136,7 @@ def test_sigkill_inside_the_transaction_on_postgresql(pg_server: str, tmp_path: 
     Repository.open(url).close()
     before = snapshot(url)
     proc = start_add(url, path, "v1", {HOOK_STEP_ENV: "before-commit", HOOK_DIR_ENV: str(tmp_path)})
-    wait_for(tmp_path / "before-commit.reached", proc)
+    wait_for(tmp_path / "before-commit.reached", proc, DEADLINE_S)
     proc.send_signal(signal.SIGKILL)
     proc.wait(DEADLINE_S)
     assert snapshot(url) == before  # the server dropped the dead connection's transaction
