@@ -1,6 +1,6 @@
 """Plain ``bench_*`` functions and a pytest-benchmark-style test over the known-work package.
 
-    duet micro examples/micro/bench_known.py --a-path examples/micro/v_a --b-path examples/micro/v_b
+duet micro examples/micro/bench_known.py --a-path examples/micro/v_a --b-path examples/micro/v_b
 """
 
 import knownver
