@@ -314,9 +314,16 @@ def unique(prefix: str) -> str:
 
 
 def placed(data: dict[str, Any]) -> dict[str, Any]:
-    """A run.json written now without `placement` (issue 15), the one key records of before
-    lack; it is right after `all_cores_busy` and says pinned or shared."""
+    """A run.json written now without the keys records of before lack: `placement` (issue
+    15), right after `all_cores_busy`, pinned or shared; and `other_load` after it (the
+    local executor's measure of other work on the host: CPUs, execute/loadwatch.py)."""
     keys = list(data)
     assert data["placement"] in ("pinned", "shared")
     assert keys[keys.index("all_cores_busy") + 1] == "placement"
-    return {k: v for k, v in data.items() if k != "placement"}
+    if data["executor"] == "local":  # container sides are not the executor's children
+        assert keys[keys.index("placement") + 1] == "other_load"
+        load = data["other_load"]
+        assert set(load) == {"processes", "steal"} and all(v >= 0 for v in load.values())
+    else:
+        assert "other_load" not in data
+    return {k: v for k, v in data.items() if k not in ("placement", "other_load")}

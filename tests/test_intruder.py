@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tests.conftest import run_duet
 
 from duetbench.analysis import compare, pair
 from duetbench.config import loads_config
@@ -103,6 +104,12 @@ benchmarks:
         assert runs >= 4, (key, figures)
         # never the wrong way: B does twice A's work
         assert verdict != "faster" and ratio > 1.2, (key, figures)
+    # and the interference is named under every verdict: the runs measured the CPU the
+    # intruder took (run.json `other_load`), and `duet compare` notes it
+    shown = run_duet("compare", str(summary.root), "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    for row in json.loads(shown.stdout)["rows"]:
+        assert "other_load" in row["warnings"], row
     # the duet's premise under the intruder: it slows A and B together. Pinned on 2 CPUs
     # it shared a CPU with one side only and the slowdowns anti-correlated (issue 15:
     # -0.47 to -0.99; aduet then read 2x as 0.7x). With 5 runs the correlation itself is

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tests.conftest import run_duet
@@ -108,6 +112,7 @@ def test_run_records_the_placement_and_the_sides_run_where_it_says(tmp_path: Pat
         run = json.loads(run_json.read_text())
         assert run["placement"] == expected.kind
         assert run["all_cores_busy"] == (run["method"] != "seqn" and expected.every_core)
+        assert set(run["other_load"]) == {"processes", "steal"}  # measured by every local run
         for name, rec in run["sides"].items():
             lines = (run_json.parent / name / "aff").read_text().split("\n")[:-1]
             assert len(lines) == 2
@@ -119,3 +124,47 @@ def test_run_records_the_placement_and_the_sides_run_where_it_says(tmp_path: Pat
             else:
                 assert len(rec["cpus"]) == 1 and rec["cpus"][0] in expected.cpus
     assert seen == 2 * (2 * 2 + 2)
+
+
+_BUSY = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def test_other_load_counts_what_others_ran_and_not_what_the_run_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """execute/loadwatch.py: a busy process that is not the run's counts as other load
+    (a real one: on a busy machine the figure only grows); the run's own CPU time is
+    taken off the host's busy time, and steal is counted apart (a fake /proc/stat)."""
+    from duetbench.execute import loadwatch
+
+    watch = loadwatch.LoadWatch.start()
+    assert watch is not None  # Linux: /proc/stat is readable
+    other = subprocess.Popen([sys.executable, "-c", _BUSY.format(s=5)])
+    try:
+        time.sleep(1.0)
+        load = watch.finish()
+    finally:
+        other.kill()
+        other.wait()
+    assert load is not None and load["processes"] > 0.4, load  # ~1 CPU, less when busy
+
+    stat = tmp_path / "stat"
+    hz = loadwatch._ticks_per_second()
+    own = iter([10.0, 11.5])  # the run's sides used 1.5 CPU-seconds
+    clock = iter([100.0, 102.0])  # in 2 seconds
+
+    def write(busy_s: float, steal_s: float) -> None:
+        # cpu user nice system idle iowait irq softirq steal
+        t = [busy_s * hz - 30, 10, 10, 5000, 7, 5, 5, steal_s * hz]
+        stat.write_text("cpu  " + " ".join(str(int(x)) for x in t) + "\ncpu0 1 2 3\n")
+
+    monkeypatch.setattr(loadwatch, "PROC_STAT", stat)
+    monkeypatch.setattr(loadwatch, "own_cpu_seconds", lambda: next(own))
+    monkeypatch.setattr(loadwatch, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    write(50.0, 3.0)
+    watch = loadwatch.LoadWatch.start()
+    assert watch is not None
+    write(52.5, 3.4)  # 2.5 CPU-seconds busy, 1.5 of them the run's; 0.4 stolen
+    assert watch.finish() == {"processes": 0.5, "steal": 0.2}
+    stat.write_text("not a stat file\n")
+    assert loadwatch.host_cpu_seconds() is None

@@ -216,3 +216,20 @@ def test_every_warning_has_its_sentence_and_json_code():
     assert "points the other way" in doc["notes"][0]
     assert "4 run(s) used every core of their host (placement shared)" in doc["notes"][1]
     assert verdict_notes(rows, ds, 0.4) == doc["notes"]
+
+
+def test_other_load_during_the_runs_is_noted_with_what_it_was():
+    df = aduet_table(2.0)
+    rows = compare(df, CompareOptions.create())
+    busy = ((0.62, 0.01), (0.70, 0.02), (0.55, 0.0))  # a busy process beside the duet
+    quiet = ((0.03, 0.01), (0.02, 0.0), (0.05, 0.02))
+    for loads, noted in ((busy, True), (quiet, False), (((0.0, 0.4),), True)):
+        ds = Dataset(df, "t.csv", run_flags={("b", "aduet"): RunFlags(other_load=loads)})
+        doc = compare_doc(rows, ds, CompareOptions.create())
+        assert (doc["rows"][0]["warnings"] == ["other_load"]) is noted, loads
+        if loads is busy:
+            (note,) = doc["notes"]
+            assert "other work kept 0.63 CPU(s) busy on average during its 3 run(s)" in note
+            assert "the most in one run 0.72" in note and "mostly other processes" in note
+        if len(loads) == 1:
+            assert "mostly the hypervisor (steal time)" in doc["notes"][0]

@@ -10,6 +10,7 @@ Files of a results directory are read through :class:`~duetbench.store.ResultsSt
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ class RunFlags:
     all_cores_busy: int = 0
     unsynchronised: int = 0
     placements: tuple[str, ...] = ()  # run.json `placement` values seen, sorted
+    #: run.json `other_load` of the runs that measured it: (processes, steal) CPUs each
+    other_load: tuple[tuple[float, float], ...] = ()
 
 
 def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
@@ -39,6 +42,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
     busy: dict[tuple[str, str], int] = {}
     unsync: dict[tuple[str, str], int] = {}
     placed: dict[tuple[str, str], set[str]] = {}
+    loads: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for _rid, run in store.runs():
         if run is None or run.status not in USABLE_STATUSES:
             continue
@@ -47,11 +51,25 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         unsync[key] = unsync.get(key, 0) + int(run.unsynchronised)
         if run.placement:
             placed.setdefault(key, set()).add(run.placement)
+        load = _other_load(run.other_load)
+        if load is not None:
+            loads.setdefault(key, []).append(load)
     return {
-        k: RunFlags(busy[k], unsync[k], tuple(sorted(placed.get(k, ()))))
+        k: RunFlags(busy[k], unsync[k], tuple(sorted(placed.get(k, ()))), tuple(loads.get(k, ())))
         for k in busy
-        if busy[k] or unsync[k] or placed.get(k)
+        if busy[k] or unsync[k] or placed.get(k) or loads.get(k)
     }
+
+
+def _other_load(value: Any) -> tuple[float, float] | None:
+    """(processes, steal) of a run.json `other_load`; None when absent or not numbers."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        out = (float(value.get("processes", 0.0)), float(value.get("steal", 0.0)))
+    except (TypeError, ValueError):
+        return None
+    return out if all(math.isfinite(x) and x >= 0 for x in out) else None
 
 
 @dataclass(frozen=True, eq=False)

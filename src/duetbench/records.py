@@ -190,6 +190,7 @@ RUN_KEYS = (
     "sides",
     "all_cores_busy",
     "placement",
+    "other_load",
     "start_ns",
     "sync",
     "end_ns",
@@ -219,6 +220,9 @@ class RunRecord:
     sides: Mapping[str, SideRecord] = field(default_factory=dict)  # in launch order
     all_cores_busy: bool = False
     placement: str = ""  # "pinned" | "shared" (execute/placement.py); "" in older records
+    #: CPUs busy with other processes / taken by the hypervisor during the run, averaged
+    #: (execute/loadwatch.py); None: not measured (containers, older records)
+    other_load: Mapping[str, float] | None = None
     start_ns: int | None = None
     sync: Mapping[str, Any] | None = None  # sduet: {"go_count": n}
     end_ns: int | None = None
@@ -249,6 +253,8 @@ class RunRecord:
         }
         if self.placement:
             out["placement"] = self.placement
+        if self.other_load is not None:
+            out["other_load"] = dict(self.other_load)
         out["start_ns"] = self.start_ns
         if self.sync is not None:
             out["sync"] = dict(self.sync)
@@ -288,6 +294,7 @@ class RunRecord:
                 sides={str(n): SideRecord.from_json(str(n), s) for n, s in sides.items()},
                 all_cores_busy=_take(d, "all_cores_busy", bool, False),
                 placement=_take(d, "placement", str, ""),
+                other_load=_optional_mapping(d, "other_load"),
                 start_ns=_take(d, "start_ns", int, None),
                 sync=_optional_mapping(d, "sync"),
                 end_ns=_take(d, "end_ns", int, None),

@@ -114,6 +114,10 @@ def _package_file(name: str, package: str = __package__ or "duetbench.execute") 
 class ContainerExecutor(LocalExecutor):
     """Runs each side of a RunSpec in its own docker/podman container (see the module doc)."""
 
+    # the sides run under the engine's conmon, not as this process's children: their CPU
+    # time would count as other processes' (execute/loadwatch.py)
+    measures_other_load = False
+
     def __init__(
         self,
         engine: str = "podman",

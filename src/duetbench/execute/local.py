@@ -79,6 +79,9 @@ class LocalExecutor:
     """Runs a RunSpec with local processes. ``exec_prefix`` lets the container executor reuse it."""
 
     name = "local"
+    #: whether the run's sides are this process's descendants, so that the CPU time of
+    #: everything else on the host can be told apart (run.json `other_load`)
+    measures_other_load = True
 
     def __init__(self, host: str | None = None) -> None:
         self.host = host or host_name()
@@ -170,8 +173,13 @@ class LocalExecutor:
         drivers: dict[str, subprocess.Popen[bytes]] = {}
         side_info: dict[str, dict[str, Any]] = {}
         interrupted: BaseException | None = None
+        load = None
         try:
             self.before_launch(spec, run_dir)
+            if self.measures_other_load:
+                from .loadwatch import LoadWatch
+
+                load = LoadWatch.start()
             sync_dir = None
             if spec.method == Method.SDUET:
                 from ..sync import SyncCoordinator
@@ -232,6 +240,7 @@ class LocalExecutor:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     pass
+            other_load = load.finish() if load is not None else None
             if coordinator is not None:
                 sync = {"go_count": len(coordinator.go_times_ns)}
                 coordinator.close()
@@ -253,6 +262,7 @@ class LocalExecutor:
             sides=sides,
             all_cores_busy=spec.is_duet and placement.every_core,
             placement=placement.kind,
+            other_load=other_load,
             start_ns=start_ns,
             sync=sync,
             end_ns=time.time_ns(),

@@ -10,7 +10,9 @@ sentences in the notes of every format; docs/statistics.md, section Notes):
 - ``unpaired_disagrees``: the paired estimate points one way, a significant unpaired
   test (pooled U test and side means) the other;
 - ``all_cores_busy``: duets that held every core of their host (run.json);
-- ``unsynchronised``: sduet runs whose sides never reached the handshake (run.json).
+- ``unsynchronised``: sduet runs whose sides never reached the handshake (run.json);
+- ``other_load``: other processes (or the hypervisor's steal) kept a share of a CPU busy
+  during the runs (run.json ``other_load``, execute/loadwatch.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
 #: an aduet result gets a note when at least this share of its overlap time lies in
 #: pairs the filter drops
 UNKEPT_OVERLAP_NOTE = 0.5
+#: a result gets a note when other work kept at least this many CPUs busy, on average
+#: over its runs (a busy process beside the duet takes 0.5-1; a quiet VM 0.01-0.05)
+OTHER_LOAD_NOTE = 0.25
 #: every warning code, in the order notes list them
 WARNINGS = (
     "runs_lost",
@@ -33,6 +38,7 @@ WARNINGS = (
     "unpaired_disagrees",
     "all_cores_busy",
     "unsynchronised",
+    "other_load",
 )
 
 
@@ -121,6 +127,28 @@ def row_warnings(
                 "benchmark a `sync_command` (docs/sync.md)",
             )
         )
+    if flags is not None and flags.other_load:
+        procs = sum(p for p, _ in flags.other_load) / len(flags.other_load)
+        steal = sum(s for _, s in flags.other_load) / len(flags.other_load)
+        if procs + steal >= OTHER_LOAD_NOTE:
+            most = max(p + s for p, s in flags.other_load)
+            what = "other processes" if procs >= steal else "the hypervisor (steal time)"
+            tail = (
+                "A and B ran one after the other, so it lands in the interval as noise"
+                if r["method"] == "seqn"
+                else "a duet on a host without a spare CPU may not share it evenly between A "
+                "and B: on 2 CPUs beside one busy process, duets read a known 2x as 1.5-2.1 "
+                "and seqn as 1.98-2.00; rerun on a quieter host or compare with seqn"
+            )
+            out.append(
+                (
+                    "other_load",
+                    f"{name}: other work kept {procs + steal:.2f} CPU(s) busy on average during "
+                    f"its {len(flags.other_load)} run(s) (other processes {procs:.2f}, "
+                    f"hypervisor steal {steal:.2f}; the most in one run {most:.2f}), mostly "
+                    f"{what}; {tail} (docs/statistics.md, section Notes)",
+                )
+            )
     return out
 
 
