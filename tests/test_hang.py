@@ -64,6 +64,22 @@ def test_a_side_waiting_for_a_busy_peer_is_not_hung_until_the_peer_ends():
     assert idle and [i.pair for i in idle] == ["A"] and idle[0].window_s >= 5
 
 
+def test_a_side_spinning_at_the_handshake_is_not_judged_and_its_deadlocked_peer_is_hung():
+    """sduet: A waits for its go spinning (busy, docs/sync.md) while B deadlocked (idle):
+    A is left out while the coordinator knows it waits, so B's idling is a hang."""
+    probes = {"A": FakeCpu(), "B": FakeCpu()}
+    watch = HangWatch(5, probes, 0.0)
+    t, found = 0.0, None
+    while t <= 30 and found is None:
+        found = watch.check(t, ["A", "B"], waiting=["A"])
+        probes["A"].value += 1.0 * 0.5  # spinning
+        t += 0.5
+    assert found is not None and [i.pair for i in found] == ["B"] and 5 <= t <= 7
+    # the same without the coordinator's word: A's spinning looks like work, no hang
+    probes = {"A": FakeCpu(), "B": FakeCpu()}
+    assert _drive(HangWatch(5, probes, 0.0), probes, {"A": 1.0, "B": 0.0}, 30) is None
+
+
 def test_a_side_whose_cpu_cannot_be_measured_is_never_idle():
     watch = HangWatch(2, {"A": None}, 0.0)
     assert all(watch.check(float(t), ["A"]) is None for t in range(0, 30))
@@ -201,6 +217,14 @@ def test_deadlocked_side_is_stopped_as_hung_and_the_experiment_goes_on(tmp_path)
                     },
                     # busy for 3 CPU-s per side: never idle, whatever the machine's speed
                     "busy": {"command": spin.format(cpu=3)},
+                    # sduet: A ends its first iteration at once and waits at the handshake
+                    # (spinning) while B deadlocks in its first: a hang all the same
+                    "stuck-sync": {
+                        "iterations": 2,
+                        "repetitions": {"seqn": 0, "aduet": 0, "sduet": 1},
+                        "A": {"command": "true"},
+                        "B": {"command": f"sh -c 'read x < \"{fifo}\"; echo {token}'"},
+                    },
                     # sduet: B waits at the handshake while A computes; that is not a hang
                     "uneven": {
                         "iterations": 2,
@@ -224,6 +248,7 @@ def test_deadlocked_side_is_stopped_as_hung_and_the_experiment_goes_on(tmp_path)
         "busy.seqn.000.A": "ok",
         "busy.seqn.000.B": "ok",
         "busy.aduet.000": "ok",
+        "stuck-sync.sduet.000": "hung",
         "uneven.sduet.000": "ok",
     }, r.stderr
     assert r.returncode == 4, r.stderr  # finished, with runs that did not end well
@@ -232,6 +257,8 @@ def test_deadlocked_side_is_stopped_as_hung_and_the_experiment_goes_on(tmp_path)
     assert "hang_timeout (2 s)" in duet["message"] and "hang_timeout: off" in duet["message"]
     assert duet["sides"]["A"]["status"] == "terminated"
     assert duet["sides"]["B"]["status"] == "ok"
+    synced = json.loads((root / "runs" / "stuck-sync.sduet.000" / "run.json").read_text())
+    assert "side B used" in synced["message"] and "side A used" not in synced["message"]
     assert "hung" in r.stderr
     deadline = time.monotonic() + 20
     while pids_with(token) and time.monotonic() < deadline:

@@ -6,10 +6,12 @@ running has used less than ``IDLE_CPU_SHARE`` of one CPU for ``hang_timeout`` se
 a peer that died) uses no CPU at all; without this it would hold the machine until the
 timeout, or forever when there is none.
 
-*Every* side still running must be idle, not just one: in a synchronized duet the side
-that finishes an iteration first waits at the handshake for the other, idle by design,
-for as long as the other computes. A deadlocked side in a duet is therefore stopped
-when its peer is idle too or has finished.
+*Every* side still running must be idle, not just one: in an unsynchronized duet one
+side may idle by design while the other computes. A deadlocked side in a duet is
+therefore stopped when its peer is idle too or has finished. In a synchronized duet a
+side that waits at the handshake for its *go* spins (docs/sync.md, "Waiting: spin or
+block"): it is busy but not working, so it is left out of the judgement while the
+coordinator knows it waits, and a peer that deadlocked is stopped all the same.
 
 A side's CPU time is read by a *probe* the executor chooses: for local sides the user
 and system time of the side's driver and all its descendants (``/proc``), including the
@@ -245,14 +247,21 @@ class HangWatch:
             return Idle(pair, t1 - t0, used)
         return None
 
-    def check(self, now: float, running: Iterable[str]) -> list[Idle] | None:
-        """Sample the running sides; every one of them idle for ``limit`` s: their Idle."""
+    def check(
+        self, now: float, running: Iterable[str], waiting: Iterable[str] = ()
+    ) -> list[Idle] | None:
+        """Sample the running sides; every one of them idle for ``limit`` s: their Idle.
+
+        ``waiting``: running sides that wait at the sduet handshake now; sampled, but not
+        judged (their CPU use is the spinning wait's)."""
         self.next_at = now + self.interval
         running = [p for p in running if p in self.probes]
         for pair in running:
             self._sample(pair, now)
-        idle = [self._idle(p, now) for p in running]
-        if not running or any(i is None for i in idle):
+        skip = set(waiting)
+        judged = [p for p in running if p not in skip]
+        idle = [self._idle(p, now) for p in judged]
+        if not judged or any(i is None for i in idle):
             return None
         return [i for i in idle if i is not None]
 

@@ -374,7 +374,8 @@ class LocalExecutor:
             if deadline is not None and now >= deadline:
                 return RunStatus.TIMEOUT
             if watch is not None and watch.due(now):
-                idle = watch.check(now, pending)
+                waiting = coordinator.waiting if coordinator is not None else ()
+                idle = watch.check(now, pending, waiting)
                 if idle:
                     finished = [p for p in drivers if p not in pending]
                     return hung_message(idle, watch.limit, finished)

@@ -160,6 +160,12 @@ class SyncCoordinator:
             return dict(self._ready_counts)
 
     @property
+    def waiting(self) -> frozenset[str]:
+        """The sides that said *ready* and wait for their *go* (spinning, by default)."""
+        with self._lock:
+            return frozenset(p for p, w in self._waiting.items() if w)
+
+    @property
     def finished(self) -> frozenset[str]:
         with self._lock:
             return frozenset(p for p, f in self._finished.items() if f)
