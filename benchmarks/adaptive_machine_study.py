@@ -211,10 +211,11 @@ def main() -> None:
         f"## Measuring until sure on this machine (precision {precision * 100:g} %, max {max_runs} runs, {tries} tries)\n"
     )
     print(
-        "| try | benchmark | adaptive runs | adaptive s | stop | fixed n (all precise) | fixed s | predicted runs (pilot 5) | 90 % range |"
+        "| try | benchmark | adaptive runs | adaptive s | stop | fixed n (all precise) | fixed s | predicted runs (pilot 5) | 90 % range | pilot 20 | 90 % range |"
     )
-    print("|---|---|---:|---:|---|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---|---:|---:|---:|---|---:|---|")
     ratios, run_ratio, pred_ratio, auto_ratio = [], [], [], []
+    pred20_ratio: list[float] = []
     in_range: list[bool] = []
     per_try: list[tuple[float, dict, int | None, float]] = []  # adaptive s, values, n, runs
     for t in range(tries):
@@ -224,15 +225,19 @@ def main() -> None:
             vals = fixed_values(fixed_root)
             n = smallest_fixed(vals, precision)
             pred = predictions(fixed_root, precision, min(5, max_runs))
+            pred20 = predictions(fixed_root, precision, min(20, max_runs))
         a_s = sum(x["seconds"] for x in a.values())
         f_s = sum(float(s[:n].sum()) for _, s in vals.values()) if n else math.nan
         for b in sorted(a):
             fs = float(vals[b][1][:n].sum()) if n and b in vals else math.nan
-            p = pred.get(b, {})
+            p, p20 = pred.get(b, {}), pred20.get(b, {})
             print(
                 f"| {t + 1} | {b} | {a[b]['runs']} | {a[b]['seconds']:.1f} | {a[b]['stopped']} | "
-                f"{n if n else f'> {max_runs}'} | {fs:.1f} | {p.get('runs')} | {p.get('runs_range')} |"
+                f"{n if n else f'> {max_runs}'} | {fs:.1f} | {p.get('runs')} | {p.get('runs_range')} "
+                f"| {p20.get('runs')} | {p20.get('runs_range')} |"
             )
+            if a[b]["stopped"] == "precise" and p20.get("runs"):
+                pred20_ratio.append(p20["runs"] / a[b]["runs"])
             if a[b]["stopped"] == "precise" and p.get("runs"):
                 pred_ratio.append(p["runs"] / a[b]["runs"])
                 if p.get("runs_low") is not None:
@@ -297,6 +302,11 @@ def main() -> None:
         worst = max(max(pred_ratio), 1 / min(pred_ratio))
         print(
             f"| duet plan predicted / needed runs | {min(pred_ratio):.2f} .. {max(pred_ratio):.2f} (worst factor {worst:.2f}) | within 1.5x |"
+        )
+    if pred20_ratio:
+        worst = max(max(pred20_ratio), 1 / min(pred20_ratio))
+        print(
+            f"| duet plan from 20 earlier runs: predicted / needed | {min(pred20_ratio):.2f} .. {max(pred20_ratio):.2f} (worst factor {worst:.2f}) | within 1.5x |"
         )
     if in_range:
         print(
