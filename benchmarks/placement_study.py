@@ -20,7 +20,7 @@ session, so the same autogroup under sched_autogroup); ``intruder-own`` (the bus
 in its own session: its own autogroup, which the scheduler weighs like the whole duet).
 
     python benchmarks/placement_study.py --quick           # a few minutes: checks it works
-    python benchmarks/placement_study.py --csv study.csv   # the full study (~65-90 min, 2 CPUs)
+    python benchmarks/placement_study.py --csv study.csv   # the full study (it prints its estimate; a quarter of it took 4 min)
     python benchmarks/placement_study.py --from-csv study.csv --markdown   # the doc's table
 
 Run the full study on a quiet machine (nothing else running); it prints its expected
