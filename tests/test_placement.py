@@ -149,7 +149,7 @@ def test_other_load_counts_what_others_ran_and_not_what_the_run_ran(
     assert load is not None and load["processes"] > 0.4, load  # ~1 CPU, less when busy
 
     stat = tmp_path / "stat"
-    hz = loadwatch._ticks_per_second()
+    hz = float(loadwatch.CLK_TCK)
     own = iter([10.0, 11.5])  # the run's sides used 1.5 CPU-seconds
     clock = iter([100.0, 102.0])  # in 2 seconds
 

@@ -30,7 +30,8 @@ from typing import Protocol
 
 #: A side counts as idle while it uses less than this share of one CPU.
 IDLE_CPU_SHARE = 0.01
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: clock ticks per second of /proc CPU times (also used by loadwatch.py)
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class CpuProbe(Protocol):
@@ -128,7 +129,7 @@ class ProcessTreeCpu:
         if self.last is not None:
             self.total += sum(max(0, t - self.last.get(pid, 0)) for pid, t in now.items())
         self.last = now
-        return self.total / _CLK_TCK
+        return self.total / CLK_TCK
 
 
 def _cgroup_mounts() -> tuple[str | None, str | None]:

@@ -17,23 +17,17 @@ so their CPU time would count as someone else's.
 
 from __future__ import annotations
 
-import os
 import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .hang import CLK_TCK
+
 PROC_STAT = Path("/proc/stat")
 #: /proc/stat's first line: cpu user nice system idle iowait irq softirq steal guest guest_nice
 _BUSY_FIELDS = (0, 1, 2, 5, 6)  # user nice system irq softirq (guest time is inside user)
 _STEAL_FIELD = 7
-
-
-def _ticks_per_second() -> float:
-    try:
-        return float(os.sysconf("SC_CLK_TCK"))
-    except (ValueError, OSError, AttributeError):
-        return 100.0
 
 
 def host_cpu_seconds(path: Path | None = None) -> tuple[float, float] | None:
@@ -50,7 +44,7 @@ def host_cpu_seconds(path: Path | None = None) -> tuple[float, float] | None:
         ticks = [int(x) for x in first[1:]]
     except ValueError:
         return None
-    hz = _ticks_per_second()
+    hz = float(CLK_TCK)
     busy = sum(ticks[i] for i in _BUSY_FIELDS if i < len(ticks))
     steal = ticks[_STEAL_FIELD] if len(ticks) > _STEAL_FIELD else 0
     return busy / hz, steal / hz

@@ -137,8 +137,9 @@ def row_warnings(
                 "A and B ran one after the other, so it lands in the interval as noise"
                 if r["method"] == "seqn"
                 else "a duet on a host without a spare CPU may not share it evenly between A "
-                "and B: on 2 CPUs beside one busy process, duets read a known 2x as 1.5-2.1 "
-                "and seqn as 1.98-2.00; rerun on a quieter host or compare with seqn"
+                "and B: on 2 CPUs beside one busy process, duets gave wrong verdicts where "
+                "seqn stayed right (docs/performance.md, section Placement); rerun on a "
+                "quieter host or compare with seqn"
             )
             out.append(
                 (
