@@ -173,6 +173,9 @@ class StopTracker:
                 elif st.stopped is None:
                     st.stopped = "not chosen"
             auto.chosen = choice.method
+            # the method chosen again may have no planned runs left (it ran them all while
+            # it was the choice before): decide now, or it would never get a stop reason
+            self._decide(self.states[stop_key(bench, choice.method)])
         auto.choice = choice
         return True
 
