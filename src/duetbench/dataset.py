@@ -26,27 +26,35 @@ if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must sta
 class RunFlags:
     """Usable runs of one benchmark and method that the verdict's notes must mention:
     duets that held every core (run.json ``all_cores_busy``), sduet runs whose sides never
-    reached the handshake (``sync``, docs/sync.md), and how the runs were placed."""
+    reached the handshake (``sync``, docs/sync.md), how the runs were placed, the other
+    work beside them, and the duet runs left out as unbalanced (records.RunRecord)."""
 
     all_cores_busy: int = 0
     unsynchronised: int = 0
     placements: tuple[str, ...] = ()  # run.json `placement` values seen, sorted
     #: run.json `other_load` of the runs that measured it: (processes, steal) CPUs each
     other_load: tuple[tuple[float, float], ...] = ()
+    #: usable runs (the unbalanced ones included)
+    runs: int = 0
+    #: the unbalanced runs, left out of the analysis: (share A, share B, other CPUs) each
+    unbalanced: tuple[tuple[float, float, float], ...] = ()
 
 
 def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
     """:class:`RunFlags` of every (benchmark, method) with a flagged or placed usable run."""
     from .schema import USABLE_STATUSES
 
+    runs: dict[tuple[str, str], int] = {}
     busy: dict[tuple[str, str], int] = {}
     unsync: dict[tuple[str, str], int] = {}
     placed: dict[tuple[str, str], set[str]] = {}
     loads: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    unbalanced: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for _rid, run in store.runs():
         if run is None or run.status not in USABLE_STATUSES:
             continue
         key = (run.benchmark, run.method)
+        runs[key] = runs.get(key, 0) + 1
         busy[key] = busy.get(key, 0) + int(run.all_cores_busy)
         unsync[key] = unsync.get(key, 0) + int(run.unsynchronised)
         if run.placement:
@@ -54,10 +62,20 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         load = _other_load(run.other_load)
         if load is not None:
             loads.setdefault(key, []).append(load)
+        if run.unbalanced:
+            shares = run.cpu_shares
+            unbalanced.setdefault(key, []).append((shares["A"], shares["B"], run.other_cpus or 0.0))
     return {
-        k: RunFlags(busy[k], unsync[k], tuple(sorted(placed.get(k, ()))), tuple(loads.get(k, ())))
+        k: RunFlags(
+            busy[k],
+            unsync[k],
+            tuple(sorted(placed.get(k, ()))),
+            tuple(loads.get(k, ())),
+            runs[k],
+            tuple(unbalanced.get(k, ())),
+        )
         for k in busy
-        if busy[k] or unsync[k] or placed.get(k) or loads.get(k)
+        if busy[k] or unsync[k] or placed.get(k) or loads.get(k) or unbalanced.get(k)
     }
 
 

@@ -85,6 +85,9 @@ def process(root: str | Path) -> ProcessReport:
         if run.status not in USABLE_STATUSES:
             report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
+        if run.unbalanced:  # other work took one side's CPU more than the other's
+            report.runs_excluded["unbalanced"] = report.runs_excluded.get("unbalanced", 0) + 1
+            continue
         if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
             report.runs_partial += 1
         got = _run_frames(_RunContext(store, name, run, hosts, host_cols), parsers, report)
@@ -127,7 +130,7 @@ def _run_frames(
 def run_table(store: ResultsStore, run: RunRecord) -> pd.DataFrame | None:
     """The iterations of one finished run, as `duet process` reads them (None: nothing
     usable). The adaptive scheduler parses each run once, as it finishes."""
-    if run.status not in USABLE_STATUSES:
+    if run.status not in USABLE_STATUSES or run.unbalanced:
         return None
     exp = store.experiment()
     hosts = store.hosts()

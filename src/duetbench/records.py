@@ -14,6 +14,7 @@ run.json files are recognised in one place (docs/results.md, "run.json" and "Dam
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ class SideRecord:
     stderr_tail: str = ""
     container: Mapping[str, Any] | None = None  # container executor: name, image, image_id...
     clock: str | None = None  # container executor, built-in harness: the clock it used
+    #: local executor: CPU seconds of the side's workload from its go to its end
+    cpu_s: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know
 
     _KEYS = (
@@ -97,6 +100,7 @@ class SideRecord:
         "stderr_tail",
         "container",
         "clock",
+        "cpu_s",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -120,6 +124,8 @@ class SideRecord:
             out["container"] = dict(self.container)
         if self.clock is not None:
             out["clock"] = self.clock
+        if self.cpu_s is not None:
+            out["cpu_s"] = self.cpu_s
         out.update(self.extra)
         return out
 
@@ -143,8 +149,17 @@ class SideRecord:
             stderr_tail=_take(d, "stderr_tail", str, ""),
             container=_optional_mapping(d, "container"),
             clock=_take(d, "clock", str, None),
+            cpu_s=_cpu_seconds(d),
             extra={k: v for k, v in d.items() if k not in cls._KEYS},
         )
+
+
+def _cpu_seconds(d: Mapping[str, Any]) -> float | None:
+    """A side's ``cpu_s``; None when absent (containers, older results) or not a number."""
+    v = d.get("cpu_s")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v == v or v < 0:
+        return None
+    return float(v)
 
 
 def _optional_mapping(d: Mapping[str, Any], key: str) -> dict[str, Any] | None:
@@ -173,6 +188,14 @@ def unsynchronised(sync: Mapping[str, Any], sides: Iterable[SideRecord]) -> bool
     worked = any((s.iterations or 0) > 0 or s.result_files for s in sides)
     return sync.get("go_count") == 0 and worked
 
+
+#: a duet run is unbalanced when other work kept at least this many CPUs busy during it
+#: (run.json ``other_load``; a quiet VM reads 0.00-0.05) ...
+UNBALANCED_LOAD = 0.1
+#: ... and its sides' CPU shares differ by more than this (``|log(share A / share B)|``):
+#: beside a busy process on 2 CPUs that log ratio predicted each run's error in B/A with
+#: a correlation of 0.92-0.999 (docs/statistics.md, section Notes)
+UNBALANCED_SHARE = 0.05
 
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
@@ -311,6 +334,51 @@ class RunRecord:
     def unsynchronised(self) -> bool:
         """A sduet run that never reached the handshake (run.json ``sync``)."""
         return self.sync is not None and unsynchronised(self.sync, self.sides.values())
+
+    @property
+    def cpu_shares(self) -> dict[str, float]:
+        """Per side that measured it (``cpu_s``, local executor): the share of a CPU it
+        got from its go to its end."""
+        out = {}
+        for name, s in self.sides.items():
+            if s.cpu_s is None or s.start_ns is None or s.end_ns is None:
+                continue
+            if s.end_ns > s.start_ns:
+                out[name] = s.cpu_s / ((s.end_ns - s.start_ns) / 1e9)
+        return out
+
+    @property
+    def other_cpus(self) -> float | None:
+        """CPUs other processes and the hypervisor took during the run (``other_load``)."""
+        load = self.other_load
+        if not isinstance(load, Mapping):
+            return None
+        try:
+            total = float(load.get("processes", 0.0)) + float(load.get("steal", 0.0))
+        except (TypeError, ValueError):
+            return None
+        return total if math.isfinite(total) else None
+
+    @property
+    def imbalance(self) -> float | None:
+        """``log(share A / share B)`` of a duet run beside other work, the bias other work
+        put into the run's ratio B/A when both sides are CPU-bound (None: not a duet, no
+        shares, or less other work than ``UNBALANCED_LOAD``)."""
+        load = self.other_cpus
+        if load is None or load < UNBALANCED_LOAD:
+            return None
+        shares = self.cpu_shares
+        a, b = shares.get("A"), shares.get("B")
+        if a is None or b is None or a <= 0 or b <= 0:
+            return None
+        return math.log(a / b)
+
+    @property
+    def unbalanced(self) -> bool:
+        """A duet run whose sides got unequal shares of the CPU while other work ran: its
+        timings are left out of the analysis (docs/statistics.md, section Notes)."""
+        imb = self.imbalance
+        return imb is not None and abs(imb) > UNBALANCED_SHARE
 
     @property
     def finished(self) -> bool:

@@ -94,6 +94,7 @@ def compare_trees(
     """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it."""
     from ..adaptive.results import adaptive_rows
     from ..analysis import compare
+    from ..commands.compare import with_unbalanced_rows
     from ..dataset import open_dataset
     from ..options import CompareOptions
     from ..report.markdown import compare_markdown
@@ -107,6 +108,8 @@ def compare_trees(
     threshold = max((b.stop.threshold for b in exp.benchmarks if b.stop), default=0.0)
     opts = CompareOptions(seed=dataset.seed, threshold=threshold).checked()
     rows = compare(dataset.table, opts) if not dataset.table.empty else None
+    if rows is not None:
+        rows = with_unbalanced_rows(rows, dataset)
     if rows is None or rows.empty:
         return GateResult(
             summary.root, rows, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"

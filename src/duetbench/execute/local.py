@@ -336,6 +336,11 @@ class LocalExecutor:
         finally:
             driver_err.close()
 
+    def side_cpu(self, res: dict[str, Any]) -> float | None:
+        """The side's CPU seconds from its driver's result (None: not measured)."""
+        v = res.get("cpu_s")
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
     def cpu_probe(
         self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
     ) -> CpuProbe | None:
@@ -450,6 +455,7 @@ class LocalExecutor:
                 driver_exit=rc,
                 iterations=res.get("iterations"),
                 filler=res.get("filler", 0),
+                cpu_s=self.side_cpu(res),
                 message=message,
                 result_files=tuple(collected),
                 missing_results=tuple(missing),

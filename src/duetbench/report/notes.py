@@ -12,11 +12,14 @@ sentences in the notes of every format; docs/statistics.md, section Notes):
 - ``all_cores_busy``: duets that held every core of their host (run.json);
 - ``unsynchronised``: sduet runs whose sides never reached the handshake (run.json);
 - ``other_load``: other processes (or the hypervisor's steal) kept a share of a CPU busy
-  during the runs (run.json ``other_load``, execute/loadwatch.py).
+  during the runs (run.json ``other_load``, execute/loadwatch.py);
+- ``unbalanced``: duet runs left out of the analysis because other work took more of one
+  side's CPU than of the other's (records.RunRecord.unbalanced).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +42,7 @@ WARNINGS = (
     "all_cores_busy",
     "unsynchronised",
     "other_load",
+    "unbalanced",
 )
 
 
@@ -97,7 +101,7 @@ def row_warnings(
                 "(docs/statistics.md, section Notes)",
             )
         )
-    if bool(r.get("unpaired_disagrees")):
+    if r.get("unpaired_disagrees") is True or r.get("unpaired_disagrees") == 1:
         out.append(
             (
                 "unpaired_disagrees",
@@ -150,7 +154,23 @@ def row_warnings(
                     f"{what}; {tail} (docs/statistics.md, section Notes)",
                 )
             )
+    if flags is not None and flags.unbalanced:
+        out.append(("unbalanced", _unbalanced_sentence(name, flags)))
     return out
+
+
+def _unbalanced_sentence(name: str, flags: RunFlags) -> str:
+    k, n = len(flags.unbalanced), flags.runs
+    a, b, load = max(flags.unbalanced, key=lambda x: abs(math.log(x[0] / x[1])))
+    left = "no run was left to compare" if k >= n else f"the verdict rests on the other {n - k}"
+    return (
+        f"{name}: {k} of {n} runs were left out as unbalanced: other work took more of one "
+        f"side's CPU than of the other's (the worst run: A ran {a:.0%} of its time, B "
+        f"{b:.0%}, beside {load:.2f} busy CPU(s)), so interference did not hit both alike "
+        f"and would have shifted B/A by about {math.exp(abs(math.log(a / b))) - 1:.0%}; {left}; "
+        "rerun on a "
+        "quieter host, or use seqn (docs/statistics.md, section Notes)"
+    )
 
 
 def warnings_by_row(
