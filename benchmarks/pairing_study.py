@@ -10,6 +10,11 @@ thesis's rate, side by side. Part 2 simulates A/A experiments in which a side of
 (``min_run_pairs``: fewer pairs than 1/8, 1/4 -- the default -- or 1/2 of the
 median run's) with counting every run once and with weighting runs by their pairs
 or by inverse variance (a sandwich variance; computed here, not offered by compare).
+Part 3 compares the run statistics ``median`` (the default's when no other work ran)
+and ``means`` (the default's for duets beside other work) under interference whose
+slow periods last 50 ms or 5 ms -- the latter as short as a time slice of a CPU
+shared with another busy task -- for aduet, sduet and seqn, with the coverage of their
+95 % intervals.
 
     python benchmarks/pairing_study.py            # ~2 min on 2 busy vCPUs
     python benchmarks/pairing_study.py --quick    # fewer experiments, ~30 s
@@ -143,6 +148,42 @@ def few_pairs_table(n: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def run_stat_table(n: int, seed: int) -> pd.DataFrame:
+    """Bias, spread and coverage of ``median`` and ``means`` per period, interference,
+    method and ratio."""
+    rows = []
+    for period in (50e6, 5e6):
+        for label, shared in INTERFERENCE.items():
+            df = simulate_interference(
+                ratio=(1.0, 1.5, 2.0, 3.0), benchmarks=n, methods=("aduet", "sduet", "seqn"),
+                runs=10, iterations=30, shared=shared, period_ns=period, seed=seed,
+                categorical=True,
+            )  # fmt: skip
+            truth = {f"bench{i:04d}": r for i, r in enumerate(np.repeat((1.0, 1.5, 2.0, 3.0), n))}
+            for stat in ("median", "means"):
+                res = compare(df, run_stat=stat)
+                r = res["benchmark"].astype(str).map(truth).to_numpy(dtype=float)
+                err = np.log1p(res["change"].to_numpy(dtype=float)) - np.log(r)
+                cover = (res["ci_low"] <= r - 1) & (r - 1 <= res["ci_high"])
+                g = pd.DataFrame(
+                    {"method": res["method"].astype(str), "r": r, "err": err, "cover": cover}
+                )
+                for (method, ratio), d in g.groupby(["method", "r"]):
+                    rows.append(
+                        dict(
+                            period_ms=period / 1e6,
+                            interference=label,
+                            method=method,
+                            ratio=ratio,
+                            stat=stat,
+                            bias=100 * np.expm1(d["err"].mean()),
+                            sd=100 * d["err"].std(),
+                            coverage=100 * d["cover"].mean(),
+                        )
+                    )
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer experiments")
@@ -179,6 +220,24 @@ def main() -> None:
         print(
             f"| {r['noise']} | {r['runs']} | {r['scheme']} | {r['false_alarms']:.1f} % | "
             f"{r['rmse']:.2f} % | {r['width']:.2f} % |"
+        )
+    s = run_stat_table(max(10, n_bias // 2), args.seed)
+    print(
+        "\n## Run statistics: bias / SD / coverage of 95 % intervals, median against means "
+        f"({max(10, n_bias // 2)} experiments per cell)\n"
+    )
+    print("| slow periods | interference | method | true B/A | median | means |")
+    print("|---|---|---|---|---|---|")
+    for (period, inter, method, ratio), d in s.groupby(
+        ["period_ms", "interference", "method", "ratio"], sort=False
+    ):
+        cells = {
+            r["stat"]: f"{r['bias']:+.2f} % / {r['sd']:.2f} % / {r['coverage']:.0f} %"
+            for _, r in d.iterrows()
+        }
+        print(
+            f"| {period:g} ms | {inter} | {method} | {ratio:g} | {cells['median']} | "
+            f"{cells['means']} |"
         )
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 

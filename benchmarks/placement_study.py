@@ -22,6 +22,16 @@ in its own session: its own autogroup, which the scheduler weighs like the whole
     python benchmarks/placement_study.py --quick           # a few minutes: checks it works
     python benchmarks/placement_study.py --csv study.csv   # the full study (it prints its estimate; a quarter of it took 4 min)
     python benchmarks/placement_study.py --from-csv study.csv --markdown   # the doc's table
+    python benchmarks/placement_study.py --keep runs/ ...  # keep every cell's results
+    python benchmarks/placement_study.py --reanalyse runs/ # kept results: before / after
+
+``--reanalyse`` reads kept results twice: as the release before issue 15's last
+change did (``--run-stat median``, unbalanced duet runs kept) and as `duet compare`
+does now (``auto``: ``means`` for duets beside other work; unbalanced runs left out;
+docs/statistics.md, "Run statistics beside other work"), and prints per condition x
+method: results, confident wrong verdicts (`faster` for B > A, anything but `same` for
+A/A), results within 5 % of the truth, the worst error, the median interval width,
+and the results left with `no data`.
 
 Run the full study on a quiet machine (nothing else running); it prints its expected
 duration first. Results go to docs/performance.md, section Placement.
@@ -262,6 +272,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--csv", type=Path, default=None, help="write every result row here")
     p.add_argument("--from-csv", type=Path, default=None, help="only print the tables of a CSV")
     p.add_argument("--markdown", action="store_true", help="print the summary as Markdown")
+    p.add_argument("--keep", type=Path, default=None, help="keep each cell's results here")
+    p.add_argument("--reanalyse", type=Path, default=None,
+                   help="only read the results kept with --keep: before / after")  # fmt: skip
     args = p.parse_args(argv)
     for key in ("conditions", "placements", "harnesses", "lengths"):
         setattr(args, key, [x for x in getattr(args, key).split(",") if x])
@@ -274,8 +287,65 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def reanalyse(kept: Path) -> pd.DataFrame:
+    """Every kept cell analysed as before and as now (see the module doc)."""
+    from duetbench.options import CompareOptions
+
+    rows = []
+    for root in sorted(kept.glob("*/res-*/placement")):
+        cond, pl, _harness, _length, _try = root.parents[1].name.split("_")
+        for analysis, keep, stat in (("before", True, "median"), ("after", False, "auto")):
+            table = process(root, keep_unbalanced=keep).table
+            res = compare(table, CompareOptions.create(run_stat=stat))
+            have = set(zip(res["benchmark"].astype(str), res["method"].astype(str), strict=True))
+            for r in res.to_dict("records"):
+                truth = float(str(r["benchmark"])[1:])
+                measured = 1.0 + float(r["change"])
+                rows.append(
+                    dict(condition=cond, placement=pl, method=r["method"], analysis=analysis,
+                         ratio=truth, err=measured / truth - 1.0, width=r["ci_width"],
+                         verdict=r["verdict"])
+                )  # fmt: skip
+            for bench in (f"r{x:g}" for x in RATIOS):  # every run left out: no data
+                for method in METHODS:
+                    if (bench, method) not in have:
+                        rows.append(
+                            dict(condition=cond, placement=pl, method=method, analysis=analysis,
+                                 ratio=float(bench[1:]), err=math.nan, width=math.nan,
+                                 verdict="no data")
+                        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def reanalysis_table(df: pd.DataFrame) -> str:
+    """Markdown: per condition x method x analysis (over placements and tries)."""
+    wrong = np.where(
+        df["ratio"] == 1.0, df["verdict"].isin(["slower", "faster"]), df["verdict"] == "faster"
+    )
+    df = df.assign(
+        wrong=wrong,
+        ok5=df["err"].abs() <= 0.05,
+        nodata=(df["verdict"] == "no data") | df["err"].isna(),
+    )
+    out = [
+        "| condition | method | analysis | results | wrong | within 5 % | worst | width | no data |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = ["condition", "method", "analysis"]
+    for (cond, method, analysis), g in df.groupby(keys, sort=False):
+        out.append(
+            f"| {cond} | {method} | {analysis} | {len(g)} | {int(g['wrong'].sum())} | "
+            f"{int(g['ok5'].sum())} | {100 * g['err'].abs().max():.1f} % | "
+            f"{100 * g['width'].median():.1f} % | {int(g['nodata'].sum())} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.reanalyse:
+        print(reanalysis_table(reanalyse(args.reanalyse)))
+        return 0
     if args.from_csv:
         df = pd.read_csv(args.from_csv)
     else:
@@ -294,8 +364,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         for length in args.lengths:
                             seed = args.seed * 1000 + t
                             _log(f"try {t}: {pl} {cond} {harness} {length}")
-                            with tempfile.TemporaryDirectory(prefix="placement-") as d:
-                                cell = run_cell(pl, cond, harness, length, args.reps, seed, Path(d))
+                            if args.keep:
+                                d = args.keep / f"{cond}_{pl}_{harness}_{length}_{t}"
+                                d.mkdir(parents=True, exist_ok=True)
+                                cell = run_cell(pl, cond, harness, length, args.reps, seed, d)
+                            else:
+                                with tempfile.TemporaryDirectory(prefix="placement-") as tmp:
+                                    cell = run_cell(
+                                        pl, cond, harness, length, args.reps, seed, Path(tmp)
+                                    )
                             rows += [{"try": t, **r} for r in cell]
                             if args.csv:  # after every cell: a stop loses nothing
                                 pd.DataFrame(rows, columns=FIELDS).to_csv(args.csv, index=False)

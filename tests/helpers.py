@@ -315,8 +315,9 @@ def unique(prefix: str) -> str:
 
 def placed(data: dict[str, Any]) -> dict[str, Any]:
     """A run.json written now without the keys records of before lack: `placement` (issue
-    15), right after `all_cores_busy`, pinned or shared; and `other_load` after it (the
-    local executor's measure of other work on the host: CPUs, execute/loadwatch.py)."""
+    15), right after `all_cores_busy`, pinned or shared; `other_load` after it (the
+    local executor's measure of other work on the host: CPUs, execute/loadwatch.py); and
+    each local side's `cpu_s` (the CPU time it used, execute/driver.py)."""
     keys = list(data)
     assert data["placement"] in ("pinned", "shared")
     assert keys[keys.index("all_cores_busy") + 1] == "placement"
@@ -326,4 +327,16 @@ def placed(data: dict[str, Any]) -> dict[str, Any]:
         assert set(load) == {"processes", "steal"} and all(v >= 0 for v in load.values())
     else:
         assert "other_load" not in data
-    return {k: v for k, v in data.items() if k not in ("placement", "other_load")}
+    out = {k: v for k, v in data.items() if k not in ("placement", "other_load")}
+    sides = {}
+    for name, side in data.get("sides", {}).items():  # and each local side's CPU time
+        if data["executor"] != "local":
+            assert "cpu_s" not in side, side
+        elif side["status"] == "ok":
+            assert side["cpu_s"] >= 0, side
+        elif "cpu_s" in side:  # a side stopped or failed mid-run: measured when it could be
+            assert side["cpu_s"] >= 0, side
+        sides[name] = {k: v for k, v in side.items() if k != "cpu_s"}
+    if "sides" in out:
+        out["sides"] = sides
+    return out

@@ -86,8 +86,10 @@ benchmarks:
     expected = resolve_placement("auto", sorted(os.sched_getaffinity(0))).kind
     for run_json in (summary.root / "runs").glob("*/run.json"):
         assert json.loads(run_json.read_text())["placement"] == expected
-    table = process(summary.root).table
+    rep = process(summary.root)
+    table = rep.table
     res = compare(table, test="ratio")
+    left_out = rep.runs_excluded.get("unbalanced", 0)
     figures = {
         (row.benchmark, row.method): (1.0 + float(row.change), str(row.verdict), int(row.runs))
         for row in res.itertuples(index=False)
@@ -97,19 +99,32 @@ benchmarks:
     for key, fig in sorted(figures.items()):
         print(f"  {key[0]:8} {key[1]:6} {fig[0]:.3f} {fig[1]} ({fig[2]} runs)")
     print(f"  aduet: correlation of paired A and B slowdowns {corr}")
-    assert set(figures) == {
-        (b, m) for b in ("builtin", "external") for m in ("seqn", "aduet", "sduet")
-    }
+    print(f"  duet runs left out as unbalanced: {left_out} of {2 * 2 * 5}")
+    # seqn keeps every run; a duet loses the runs whose sides got unequal CPU shares
+    # (docs/statistics.md, "Notes"), and a benchmark may lose all of them
+    assert {k for k in figures if k[1] == "seqn"} == {("builtin", "seqn"), ("external", "seqn")}
     for key, (ratio, verdict, runs) in figures.items():
-        assert runs >= 4, (key, figures)
+        assert runs >= (4 if key[1] == "seqn" else 1), (key, figures)
         # never the wrong way: B does twice A's work
-        assert verdict != "faster" and ratio > 1.2, (key, figures)
+        assert verdict != "faster", (key, figures)
+        if verdict != "no data":
+            assert ratio > 1.2, (key, figures)
     # and the interference is named under every verdict: the runs measured the CPU the
-    # intruder took (run.json `other_load`), and `duet compare` notes it
+    # intruder took (run.json `other_load`), and `duet compare` notes it; a duet row
+    # without a run left says `no data` and why
     shown = run_duet("compare", str(summary.root), "--format", "json")
     assert shown.returncode == 0, shown.stderr
-    for row in json.loads(shown.stdout)["rows"]:
+    rows = json.loads(shown.stdout)["rows"]
+    assert {(r["benchmark"], r["method"]) for r in rows} == {
+        (b, m) for b in ("builtin", "external") for m in ("seqn", "aduet", "sduet")
+    }
+    for row in rows:
         assert "other_load" in row["warnings"], row
+        assert row["verdict"] != "faster", row
+        if row["verdict"] == "no data":
+            assert "unbalanced" in row["warnings"], row
+        if row["method"] != "seqn" and row["runs"] < 5:
+            assert "unbalanced" in row["warnings"] or "runs_lost" in row["warnings"], row
     # the duet's premise under the intruder: it slows A and B together. Pinned on 2 CPUs
     # it shared a CPU with one side only and the slowdowns anti-correlated (issue 15:
     # -0.47 to -0.99; aduet then read 2x as 0.7x). With 5 runs the correlation itself is

@@ -29,7 +29,7 @@ CI_TESTS = ("ratio", "diff")
 U_TESTS = ("utest", "utest-pooled")
 _TEST_ALIASES = {"difference": "diff", "utest-thesis": "utest-pooled"}
 INTERVALS = ("t", "bca", "percentile", "studentized")
-RUN_STATS = ("median", "mean", "trimmed", "min")
+RUN_STATS = ("auto", "median", "mean", "trimmed", "min", "means")
 OVERLAP_RATES = ("shorter", "thesis")
 WEIGHTS = ("poisson", "uniform")
 SPANS = ("process", "iterations")
@@ -179,7 +179,7 @@ class CompareOptions:
     resamples: int = 9999
     threshold: float = 0.0
     min_overlap: float = DEFAULT_MIN_OVERLAP
-    run_stat: str = "median"
+    run_stat: str = "auto"
     warmup: Warmup = None
     winsorize: bool = False
     seed: int = 0

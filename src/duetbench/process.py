@@ -72,7 +72,12 @@ def _artifacts_text(info: dict[str, Any]) -> dict[str, str]:
     return {k: (v.get("stdout", "") if isinstance(v, dict) else str(v)) for k, v in arts.items()}
 
 
-def process(root: str | Path) -> ProcessReport:
+def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport:
+    """The iterations table of a results directory, and what was left out and why.
+
+    Duet runs whose sides got unequal CPU shares beside other work are left out
+    (``runs_excluded["unbalanced"]``; docs/statistics.md, "Notes") unless
+    ``keep_unbalanced`` (to see what they would have said)."""
     store = ResultsStore.open(Path(root))
     exp = store.experiment()
     name = exp.get("name", store.root.name)
@@ -85,7 +90,7 @@ def process(root: str | Path) -> ProcessReport:
         if run.status not in USABLE_STATUSES:
             report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
-        if run.unbalanced:  # other work took one side's CPU more than the other's
+        if run.unbalanced and not keep_unbalanced:  # other work took one side's CPU more
             report.runs_excluded["unbalanced"] = report.runs_excluded.get("unbalanced", 0) + 1
             continue
         if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
@@ -205,6 +210,7 @@ def _side_table(
     df["proc_start_ns"] = side.start_ns
     df["proc_end_ns"] = side.end_ns
     df["cpu"] = ",".join(map(str, side.cpus))
+    df["other_work"] = run.beside_other_work
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df

@@ -189,6 +189,11 @@ def unsynchronised(sync: Mapping[str, Any], sides: Iterable[SideRecord]) -> bool
     return sync.get("go_count") == 0 and worked
 
 
+#: other work beside a run, in CPUs (run.json ``other_load``, processes + steal), from
+#: which `duet compare` notes it and duets use the run statistic ``means`` under
+#: ``--run-stat auto`` (docs/statistics.md, "Run statistics beside other work"); a busy
+#: process beside the duet takes 0.5-1, a quiet VM 0.01-0.05
+OTHER_WORK = 0.25
 #: a duet run is unbalanced when other work kept at least this many CPUs busy during it
 #: (run.json ``other_load``; a quiet VM reads 0.00-0.05) ...
 UNBALANCED_LOAD = 0.1
@@ -196,6 +201,9 @@ UNBALANCED_LOAD = 0.1
 #: beside a busy process on 2 CPUs that log ratio predicted each run's error in B/A with
 #: a correlation of 0.92-0.999 (docs/statistics.md, section Notes)
 UNBALANCED_SHARE = 0.05
+#: ... in a run of at least this many seconds: /proc/stat counts in ticks of 10 ms, so in a
+#: shorter run one tick of the kernel's own work reads as 0.1 CPU or more of other work
+UNBALANCED_MIN_S = 0.3
 
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
@@ -360,12 +368,23 @@ class RunRecord:
         return total if math.isfinite(total) else None
 
     @property
+    def beside_other_work(self) -> bool:
+        """Other work kept at least ``OTHER_WORK`` CPUs busy during the run."""
+        load = self.other_cpus
+        return load is not None and load >= OTHER_WORK
+
+    @property
     def imbalance(self) -> float | None:
         """``log(share A / share B)`` of a duet run beside other work, the bias other work
         put into the run's ratio B/A when both sides are CPU-bound (None: not a duet, no
-        shares, or less other work than ``UNBALANCED_LOAD``)."""
+        shares, less other work than ``UNBALANCED_LOAD``, or a run shorter than
+        ``UNBALANCED_MIN_S``)."""
         load = self.other_cpus
         if load is None or load < UNBALANCED_LOAD:
+            return None
+        if self.start_ns is None or self.end_ns is None:
+            return None
+        if (self.end_ns - self.start_ns) / 1e9 < UNBALANCED_MIN_S:
             return None
         shares = self.cpu_shares
         a, b = shares.get("A"), shares.get("B")

@@ -197,6 +197,13 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "the config's `warmup:` marks this iteration; `duet compare` drops it by default",
         reserved=True,
     ),
+    ColumnSpec(
+        "other_work",
+        "bool",
+        "other work kept at least 0.25 CPU busy during the run (run.json `other_load`); "
+        "duets of such runs use the run statistic `means` under `--run-stat auto`",
+        reserved=True,
+    ),
 )
 
 COLUMN: dict[str, ColumnSpec] = {c.name: c for c in COLUMNS}

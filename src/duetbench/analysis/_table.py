@@ -280,6 +280,8 @@ class Iterations:
     units: pd.DataFrame  # one row per unit code: the unit key columns
     unit_columns: tuple[str, ...]
     unit_rank: np.ndarray  # per unit: rank in sorted key order (canonical order)
+    #: bool per row: its run had other work beside it (column ``other_work``), or None
+    other_work: np.ndarray | None = None
 
     @property
     def n_units(self) -> int:
@@ -302,6 +304,7 @@ class Iterations:
             row=self.row[mask_or_index],
             synthetic=None if self.synthetic is None else self.synthetic[mask_or_index],
             warmup=None if self.warmup is None else self.warmup[mask_or_index],
+            other_work=None if self.other_work is None else self.other_work[mask_or_index],
         )
 
     @cached_property
@@ -392,7 +395,9 @@ class Iterations:
         start = _int_column(df, "start_ns")
         end = _int_column(df, "end_ns")
         duration = _int_column(df, "duration_ns")
-        synthetic = warmup = None
+        synthetic = warmup = other_work = None
+        if "other_work" in df.columns:
+            other_work = df["other_work"].fillna(False).to_numpy(dtype=bool)
         if "synthetic_ts" in df.columns:
             synthetic = df["synthetic_ts"].fillna(False).to_numpy(dtype=bool)
         if "warmup" in df.columns:
@@ -408,6 +413,8 @@ class Iterations:
                 synthetic = synthetic[order]
             if warmup is not None:
                 warmup = warmup[order]
+            if other_work is not None:
+                other_work = other_work[order]
         if "run" in units.columns:
             units["run"] = units["run"].astype(np.int64)
         return cls(
@@ -423,6 +430,7 @@ class Iterations:
             units=units,
             unit_columns=tuple(unit_cols),
             unit_rank=canonical_rank(units),
+            other_work=other_work,
         )
 
 

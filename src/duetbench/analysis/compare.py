@@ -244,6 +244,8 @@ class Changes:
     rank: GroupedSignedRank  # signed-rank test of the run values (cluster means)
     rank_above: GroupedSignedRank | None  # ... of the values minus log(1 + threshold)
     rank_below: GroupedSignedRank | None  # ... of the values minus log(1 - threshold)
+    #: run_stat ``auto``: groups whose runs were summarized by ``means``
+    by_means: np.ndarray | None = None
 
     @property
     def width(self) -> np.ndarray:
@@ -282,8 +284,22 @@ def changes(
             scale = np.bincount(g_run, weights=rv.a_level, minlength=ng) / runs
             change, c_lo, c_hi = est / scale, lo / scale, hi / scale
     change = np.where(runs > 0, change, np.nan)
+    by_means = None
+    if rv.by_means is not None:
+        by_means = np.bincount(g_run[rv.by_means], minlength=ng) > 0
     return Changes(
-        change, c_lo, c_hi, runs, npairs, n_clusters, clustered_by, few, rank, above, below
+        change,
+        c_lo,
+        c_hi,
+        runs,
+        npairs,
+        n_clusters,
+        clustered_by,
+        few,
+        rank,
+        above,
+        below,
+        by_means,
     )
 
 
@@ -341,7 +357,11 @@ def _result_table(
     out["interval"] = opts.interval
     out["confidence"] = opts.confidence
     out["threshold"] = opts.threshold
-    out["run_stat"] = opts.run_stat
+    out["run_stat"] = (
+        np.where(ch.by_means, "means", "median")
+        if opts.run_stat == "auto" and ch.by_means is not None
+        else opts.run_stat
+    )
     out["clustered_by"] = ch.clustered_by
     out["overlap_rate"] = opts.overlap_rate
     out["calibrated"] = calibrated(opts, ch.clusters, ch.clustered_by != NO_CLUSTERING)

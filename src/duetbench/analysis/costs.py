@@ -37,7 +37,14 @@ from .run_values import KEY, paired_runs
 __all__ = ["STAT_FACTOR", "CostModel", "detect_warmup", "estimate_costs", "repetition_seconds"]
 
 #: Variance of the run statistic of I iid pairs, in units of (scale^2 / I).
-STAT_FACTOR = {"mean": 1.0, "median": math.pi / 2.0, "trimmed": 1.06, "min": 1.0}
+STAT_FACTOR = {
+    "mean": 1.0,
+    "median": math.pi / 2.0,
+    "trimmed": 1.06,
+    "min": 1.0,
+    "means": 1.0,
+    "auto": math.pi / 2.0,  # the median, unless other work ran beside the duet
+}
 _MAD = 1.4826
 _NS = 1e-9
 

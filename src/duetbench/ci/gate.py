@@ -94,8 +94,7 @@ def compare_trees(
     """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it."""
     from ..adaptive.results import adaptive_rows
     from ..analysis import compare
-    from ..commands.compare import with_unbalanced_rows
-    from ..dataset import open_dataset
+    from ..dataset import open_dataset, with_unbalanced_rows
     from ..options import CompareOptions
     from ..report.markdown import compare_markdown
     from ..report.tables import verdict_table
@@ -109,7 +108,7 @@ def compare_trees(
     opts = CompareOptions(seed=dataset.seed, threshold=threshold).checked()
     rows = compare(dataset.table, opts) if not dataset.table.empty else None
     if rows is not None:
-        rows = with_unbalanced_rows(rows, dataset)
+        rows = with_unbalanced_rows(rows, dataset, opts)
     if rows is None or rows.empty:
         return GateResult(
             summary.root, rows, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"

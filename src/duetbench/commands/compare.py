@@ -119,37 +119,14 @@ def with_adaptive(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
     left out as unbalanced (so its note has a row to stand under). An adaptive experiment's
     rows use the interval its stopping rule used (docs/adaptive.md, "Analysing an adaptive
     experiment"); a fixed plan's are unchanged."""
-    rows = with_unbalanced_rows(rows, dataset)
+    from ..dataset import with_unbalanced_rows
+
+    rows = with_unbalanced_rows(rows, dataset, opts)
     if not dataset.stops:
         return rows
     from ..adaptive.results import adaptive_rows
 
     return adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
-
-
-def with_unbalanced_rows(rows: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:
-    """``rows`` and a ``no data`` row per (benchmark, method) left without a run because
-    every run was unbalanced (dataset.RunFlags)."""
-    import pandas as pd
-
-    from ..schema import Verdict
-
-    have = set()
-    if not rows.empty and {"benchmark", "method"} <= set(rows.columns):
-        have = set(zip(rows["benchmark"].astype(str), rows["method"].astype(str), strict=True))
-    extra = []
-    for (bench, method), flags in sorted(dataset.run_flags.items()):
-        if flags.unbalanced and (bench, method) not in have:
-            row: dict[str, object] = {"benchmark": bench, "method": method}
-            if "suite" in rows.columns:
-                same = dataset.table.loc[dataset.table["benchmark"].astype(str) == bench]
-                row["suite"] = str(same["suite"].iloc[0]) if "suite" in same and len(same) else ""
-            row.update(verdict=Verdict.NO_DATA.value, runs=0, pairs=0)
-            extra.append(row)
-    if not extra:
-        return rows
-    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
-    return out.sort_values(["benchmark", "method"], kind="stable", ignore_index=True)
 
 
 def print_verdicts_after_run(root: Path) -> None:

@@ -73,6 +73,7 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
                 "mean_a_ns": _num(r.get("mean_a_ns")),
                 "mean_b_ns": _num(r.get("mean_b_ns")),
                 "clustered_by": r.get("clustered_by"),
+                "run_stat": str(r.get("run_stat") or opts.run_stat),
                 "calibrated": bool(r.get("calibrated", True)),
                 "unkept_overlap": _num(r.get("unkept_overlap")),
                 "warnings": [c for c in WARNINGS if c in {code for code, _ in warnings}],

@@ -23,6 +23,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..records import OTHER_WORK
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 UNKEPT_OVERLAP_NOTE = 0.5
 #: a result gets a note when other work kept at least this many CPUs busy, on average
 #: over its runs (a busy process beside the duet takes 0.5-1; a quiet VM 0.01-0.05)
-OTHER_LOAD_NOTE = 0.25
+OTHER_LOAD_NOTE = OTHER_WORK
 #: every warning code, in the order notes list them
 WARNINGS = (
     "runs_lost",
@@ -145,6 +147,11 @@ def row_warnings(
                 "seqn stayed right (docs/performance.md, section Placement); rerun on a "
                 "quieter host or compare with seqn"
             )
+            if r.get("run_stat") == "means" and r["method"] != "seqn":
+                tail += (
+                    "; each run is summarized by its sides' mean durations (run statistic "
+                    "`means`), which time-sliced interference does not bias"
+                )
             out.append(
                 (
                     "other_load",
