@@ -214,7 +214,9 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         RUN_STATS,
         None,
         f"how a run's pairs are summarized (default: {MICRO_RUN_STAT} for micro benchmarks, "
-        f"which compares the sides' minima, {_C.run_stat} for the others; docs/micro.md)",
+        f"which compares the sides' minima, {_C.run_stat} for the others: the median of the "
+        "pairs' log ratios, or `means` (the sides' mean durations) for duets that ran beside "
+        "other work; docs/statistics.md, 'Run statistics beside other work')",
     )
     p.add_argument(
         "--warmup",
