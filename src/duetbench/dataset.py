@@ -44,6 +44,7 @@ class RunFlags:
 
 def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
     """:class:`RunFlags` of every (benchmark, method) with a flagged or placed usable run."""
+    from .records import leaves_out_unbalanced
     from .schema import USABLE_STATUSES
 
     runs: dict[tuple[str, str], int] = {}
@@ -64,7 +65,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         load = _other_load(run.other_load)
         if load is not None:
             loads.setdefault(key, []).append(load)
-        if run.unbalanced:
+        if run.unbalanced and leaves_out_unbalanced():
             shares = run.cpu_shares
             unbalanced.setdefault(key, []).append((shares["A"], shares["B"], run.other_cpus or 0.0))
     return {

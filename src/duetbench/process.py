@@ -21,7 +21,7 @@ import pandas as pd
 from .atomic import write_atomic
 from .errors import DuetError, ResultFileError, ResultsDirError
 from .parse.registry import SideContext, get_parser
-from .records import RunRecord, SideRecord
+from .records import RunRecord, SideRecord, leaves_out_unbalanced
 from .schema import (
     COLUMN,
     CORE_COLUMNS,
@@ -77,7 +77,8 @@ def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport
 
     Duet runs whose sides got unequal CPU shares beside other work are left out
     (``runs_excluded["unbalanced"]``; docs/statistics.md, "Notes") unless
-    ``keep_unbalanced`` (to see what they would have said)."""
+    ``keep_unbalanced`` or ``$DUET_KEEP_UNBALANCED=1`` (to see what they would have said)."""
+    keep_unbalanced = keep_unbalanced or not leaves_out_unbalanced()
     store = ResultsStore.open(Path(root))
     exp = store.experiment()
     name = exp.get("name", store.root.name)
@@ -90,12 +91,13 @@ def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport
         if run.status not in USABLE_STATUSES:
             report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
+        # read even a run left out below: a damaged result file is reported all the same
+        got = _run_frames(_RunContext(store, name, run, hosts, host_cols), parsers, report)
         if run.unbalanced and not keep_unbalanced:  # other work took one side's CPU more
             report.runs_excluded["unbalanced"] = report.runs_excluded.get("unbalanced", 0) + 1
             continue
         if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
             report.runs_partial += 1
-        got = _run_frames(_RunContext(store, name, run, hosts, host_cols), parsers, report)
         frames.extend(got)
         report.runs_used += int(bool(got))
     if frames:
@@ -135,7 +137,7 @@ def _run_frames(
 def run_table(store: ResultsStore, run: RunRecord) -> pd.DataFrame | None:
     """The iterations of one finished run, as `duet process` reads them (None: nothing
     usable). The adaptive scheduler parses each run once, as it finishes."""
-    if run.status not in USABLE_STATUSES or run.unbalanced:
+    if run.status not in USABLE_STATUSES or (run.unbalanced and leaves_out_unbalanced()):
         return None
     exp = store.experiment()
     hosts = store.hosts()

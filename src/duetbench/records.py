@@ -204,6 +204,20 @@ UNBALANCED_SHARE = 0.05
 #: ... in a run of at least this many seconds: /proc/stat counts in ticks of 10 ms, so in a
 #: shorter run one tick of the kernel's own work reads as 0.1 CPU or more of other work
 UNBALANCED_MIN_S = 0.3
+#: ... and whose sides both kept at least this share of a CPU busy: a side that mostly
+#: sleeps or waits is not slowed by a busy CPU, and its share says nothing about one
+UNBALANCED_MIN_SHARE = 0.2
+
+#: set to 1 to keep unbalanced runs in the analysis (to see what they would have said,
+#: or to compare with results of earlier releases; docs/statistics.md, "Notes")
+KEEP_UNBALANCED_ENV = "DUET_KEEP_UNBALANCED"
+
+
+def leaves_out_unbalanced() -> bool:
+    """Whether `duet process` leaves unbalanced duet runs out (not when
+    ``$DUET_KEEP_UNBALANCED`` is 1)."""
+    return os.environ.get(KEEP_UNBALANCED_ENV, "") != "1"
+
 
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
@@ -377,8 +391,8 @@ class RunRecord:
     def imbalance(self) -> float | None:
         """``log(share A / share B)`` of a duet run beside other work, the bias other work
         put into the run's ratio B/A when both sides are CPU-bound (None: not a duet, no
-        shares, less other work than ``UNBALANCED_LOAD``, or a run shorter than
-        ``UNBALANCED_MIN_S``)."""
+        shares, less other work than ``UNBALANCED_LOAD``, a run shorter than
+        ``UNBALANCED_MIN_S``, or a side below ``UNBALANCED_MIN_SHARE``)."""
         load = self.other_cpus
         if load is None or load < UNBALANCED_LOAD:
             return None
@@ -388,7 +402,7 @@ class RunRecord:
             return None
         shares = self.cpu_shares
         a, b = shares.get("A"), shares.get("B")
-        if a is None or b is None or a <= 0 or b <= 0:
+        if a is None or b is None or min(a, b) < UNBALANCED_MIN_SHARE:
             return None
         return math.log(a / b)
 
