@@ -283,7 +283,7 @@ def _sides(known: Path, variant: str, suite: bool) -> dict[str, tuple[str, str |
 
 
 @pytest.mark.parametrize("python", PYTHONS)
-@pytest.mark.parametrize(("variant", "low", "high"), [("x2", 1.7, 2.4), ("aa", 0.85, 1.15)])
+@pytest.mark.parametrize(("variant", "low", "high"), [("x2", 1.5, 2.7), ("aa", 0.7, 1.4)])
 @pytest.mark.parametrize("suite", [False, True], ids=["function", "asv-suite"])
 def test_known_ratio_measured_in_lockstep(
     python: str, variant: str, low: float, high: float, suite: bool, known: Path, tmp_path: Path
@@ -300,8 +300,10 @@ def test_known_ratio_measured_in_lockstep(
     # other tenants keeping it at load 12, single samples vary by 100 % and more, and
     # the pairwise median strayed to 1.6 and 2.3 for a 2x pair; the minima stayed 1.88-2.07.
     # One run of 40 samples, no interval: on a quiet machine the lockstep minima read
-    # 2.21 for 2x and 0.886 for A/A once each (docs/micro.md, "Measured here"); the
-    # bounds catch a wrong count or a swapped side, the accuracy is duet micro's tests'.
+    # 2.21 for 2x and 0.886 for A/A once each (docs/micro.md, "Measured here"), and
+    # beside two busy loops A/A read 0.829 once (pinned sides: a loop shares one side's
+    # CPU more); the bounds catch a wrong count (1x or 4x for 2x, 2x for A/A) or a
+    # swapped side (0.5x), the accuracy is duet micro's tests'.
     fastest, pairwise = ratios(rows)
     kind = "suite" if suite else "function"
     print(
