@@ -10,7 +10,6 @@ Files of a results directory are read through :class:`~duetbench.store.ResultsSt
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +61,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         unsync[key] = unsync.get(key, 0) + int(run.unsynchronised)
         if run.placement:
             placed.setdefault(key, set()).add(run.placement)
-        load = _other_load(run.other_load)
+        load = run.other_load_cpus
         if load is not None:
             loads.setdefault(key, []).append(load)
         if run.unbalanced and leaves_out_unbalanced():
@@ -80,17 +79,6 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         for k in busy
         if busy[k] or unsync[k] or placed.get(k) or loads.get(k) or unbalanced.get(k)
     }
-
-
-def _other_load(value: Any) -> tuple[float, float] | None:
-    """(processes, steal) of a run.json `other_load`; None when absent or not numbers."""
-    if not isinstance(value, Mapping):
-        return None
-    try:
-        out = (float(value.get("processes", 0.0)), float(value.get("steal", 0.0)))
-    except (TypeError, ValueError):
-        return None
-    return out if all(math.isfinite(x) and x >= 0 for x in out) else None
 
 
 @dataclass(frozen=True, eq=False)

@@ -149,13 +149,14 @@ class SideRecord:
             stderr_tail=_take(d, "stderr_tail", str, ""),
             container=_optional_mapping(d, "container"),
             clock=_take(d, "clock", str, None),
-            cpu_s=_cpu_seconds(d),
+            cpu_s=cpu_seconds(d),
             extra={k: v for k, v in d.items() if k not in cls._KEYS},
         )
 
 
-def _cpu_seconds(d: Mapping[str, Any]) -> float | None:
-    """A side's ``cpu_s``; None when absent (containers, older results) or not a number."""
+def cpu_seconds(d: Mapping[str, Any]) -> float | None:
+    """A side's ``cpu_s`` (of run.json or of a driver's result); None when absent
+    (containers, older results) or not a number."""
     v = d.get("cpu_s")
     if isinstance(v, bool) or not isinstance(v, int | float) or not v == v or v < 0:
         return None
@@ -370,16 +371,22 @@ class RunRecord:
         return out
 
     @property
-    def other_cpus(self) -> float | None:
-        """CPUs other processes and the hypervisor took during the run (``other_load``)."""
+    def other_load_cpus(self) -> tuple[float, float] | None:
+        """(processes, steal) of ``other_load``; None when absent or not numbers."""
         load = self.other_load
         if not isinstance(load, Mapping):
             return None
         try:
-            total = float(load.get("processes", 0.0)) + float(load.get("steal", 0.0))
+            out = (float(load.get("processes", 0.0)), float(load.get("steal", 0.0)))
         except (TypeError, ValueError):
             return None
-        return total if math.isfinite(total) else None
+        return out if all(math.isfinite(x) and x >= 0 for x in out) else None
+
+    @property
+    def other_cpus(self) -> float | None:
+        """CPUs other processes and the hypervisor took during the run (``other_load``)."""
+        load = self.other_load_cpus
+        return None if load is None else load[0] + load[1]
 
     @property
     def beside_other_work(self) -> bool:

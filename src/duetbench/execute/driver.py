@@ -28,9 +28,10 @@ Optional keys, used by the container executor (absent for local runs):
   writes ``iterations.csv``; the driver counts its rows for the result.
 
 The result's ``cpu_s`` is the CPU time (user + system) the side used from its go to
-its end: the driver's own and every child's it reaped in that window, less what a gated
-command had used before the go. With the window's length it says what share of a CPU
-the side got; a side that shares its CPU with another task gets less than its peer
+its end: the driver's own and every child's it reaped in that window. A gated command
+(containers) counts from its start, and the container executor does not record it:
+the driver's children there are the engine's client, not the workload. With the
+window's length it says what share of a CPU the side got; a side that shares its CPU with another task gets less than its peer
 (docs/statistics.md, section Notes, `unbalanced`).
 """
 
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sys.stdin.readline().strip():
             return 3
         result["start_ns"] = time.time_ns()
-        cpu_before = _reaped_cpu() + (_tree_cpu(gated.child.pid) if gated is not None else 0.0)
+        cpu_before = _reaped_cpu()
         if gated is not None:
             _run_gated(spec, state, gated, result)
         elif spec["harness"] == "command":
@@ -252,33 +253,6 @@ def _reaped_cpu() -> float:
         r = resource.getrusage(who)
         total += r.ru_utime + r.ru_stime
     return total
-
-
-def _tree_cpu(root: int) -> float:
-    """CPU seconds a live process and its live descendants used so far, with the
-    children each of them reaped (0 where /proc cannot say)."""
-    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    kids: dict[int, list[int]] = {}
-    ticks: dict[int, int] = {}
-    try:
-        names = [n for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return 0.0
-    for name in names:
-        try:
-            raw = Path(f"/proc/{name}/stat").read_bytes()
-            fields = raw[raw.rfind(b")") + 2 :].split()
-            kids.setdefault(int(fields[1]), []).append(int(name))
-            # utime stime cutime cstime: fields 14-17 of stat, 11-14 after the name
-            ticks[int(name)] = sum(int(x) for x in fields[11:15])
-        except (OSError, ValueError, IndexError):
-            continue
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(kids.get(pid, ()))
-    return total / hz
 
 
 def _mark_done(spec: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
-from ..records import UNSYNCHRONISED, RunRecord, SideRecord, unsynchronised
+from ..records import UNSYNCHRONISED, RunRecord, SideRecord, cpu_seconds, unsynchronised
 from ..schema import Method, RunStatus, SideStatus
 from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
@@ -338,8 +338,7 @@ class LocalExecutor:
 
     def side_cpu(self, res: dict[str, Any]) -> float | None:
         """The side's CPU seconds from its driver's result (None: not measured)."""
-        v = res.get("cpu_s")
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+        return cpu_seconds(res)
 
     def cpu_probe(
         self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
