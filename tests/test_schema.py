@@ -97,7 +97,7 @@ def test_a_table_from_another_tool_gets_the_core_columns_in_order():
 
 
 def test_the_enums_are_the_strings_of_the_files():
-    assert METHODS == ("seqn", "aduet", "sduet") and tuple(Method) == METHODS
+    assert METHODS == ("seqn", "aduet", "sduet", "inproc") and tuple(Method) == METHODS
     assert SIDES == ("A", "B") and SideName.A.other == "B"
     assert VERDICTS == (
         "slower",
@@ -128,3 +128,4 @@ def test_the_status_sets_are_what_the_journal_and_the_analysis_use():
     assert HOST_FAILURE_STATUSES == {"failed", "timeout", "hung", "interrupted", "lost"}
     assert USABLE_STATUSES <= FINISHED_STATUSES
     assert not Method.SEQN.is_duet and Method.ADUET.is_duet and Method.SDUET.is_duet
+    assert not Method.INPROC.is_duet  # one process: the sides take turns

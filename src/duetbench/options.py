@@ -162,6 +162,9 @@ def _grid(values: object, option: str, problem: str, ok: Any) -> tuple[float, ..
 #: `duet compare`'s run statistic for micro benchmarks (``harness: micro``) when
 #: ``--run-stat`` is not given (docs/micro.md, "Statistics"); others use ``run_stat``.
 MICRO_RUN_STAT = "min"
+#: ... and for their inproc runs, whose pairs are neighbours in one process
+#: (docs/micro.md, "In one process: inproc").
+INPROC_RUN_STAT = "median"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ The RMIT schedule shuffles the whole plan with the experiment seed.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,18 @@ def _side(bench: Benchmark, name: str, method: str, slot: int | None) -> SideSpe
     )
 
 
+def _inproc_side(bench: Benchmark, slot: int | None) -> SideSpec:
+    """The one process of an inproc run: side A's settings, the worker command that
+    times both sides (built with the calibration, micro/experiment.py)."""
+    command = bench.micro.inproc_command if bench.micro is not None else None
+    if not command:
+        raise ConfigError(
+            f"benchmark '{bench.name}': method inproc needs a calibrated Python-function "
+            'benchmark (harness micro); docs/micro.md, "In one process: inproc"'
+        )
+    return replace(_side(bench, "A", Method.INPROC, slot), command=command)
+
+
 def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     pinned = bench.cpus not in ("none", "shared")
@@ -171,6 +183,19 @@ def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
         if n == 0:
             continue
         rng = np.random.default_rng([exp.seed, seed_key(bench.name, method)])
+        if method == Method.INPROC:  # one process times both sides (docs/micro.md)
+            slots = _balanced(rng, n, (0, 1))
+            for rep in range(n):
+                runs.append(
+                    dict(
+                        run_id=f"{bench.name}.inproc.{rep:03d}",
+                        method=method,
+                        rep=rep,
+                        order=None,
+                        sides=(_inproc_side(bench, slots[rep] if pinned else None),),
+                    )
+                )
+            continue
         if method == Method.SEQN:
             seqn_slots = {name: _balanced(rng, n, (0, 1)) for name in SIDES}
             for rep in range(n):
@@ -230,10 +255,7 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 f"--only names unknown benchmark(s) {', '.join(unknown)}; "
                 f"the config has: {', '.join(names)}"
             )
-    total = sum(
-        runs_of_counts(b.reps(Method.SEQN), b.reps(Method.ADUET), b.reps(Method.SDUET))
-        for b in exp.benchmarks
-    )
+    total = sum(runs_of_counts(*(b.reps(m) for m in Method)) for b in exp.benchmarks)
     if total > MAX_RUNS:  # load_config says where; this guards experiments built in code
         raise ConfigError(
             f"the experiment plans {total:,} runs, more than the {MAX_RUNS:,} an experiment may "

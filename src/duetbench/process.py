@@ -30,6 +30,7 @@ from .schema import (
     RESERVED_COLUMNS,
     SIDES,
     USABLE_STATUSES,
+    Method,
     RunStatus,
 )
 from .store import ResultsStore
@@ -128,9 +129,7 @@ def _run_frames(
     parsers[harness] = parser
     frames = []
     for side in run.sides.values():
-        df = _side_table(context, side, parser, harness, report)
-        if df is not None:
-            frames.append(df)
+        frames.extend(_side_tables(context, side, parser, harness, report))
     return frames
 
 
@@ -164,10 +163,12 @@ class _RunContext:
     host_cols: dict[str, dict[str, Any]]
 
 
-def _side_table(
+def _side_tables(
     c: _RunContext, side: SideRecord, parser: Any, harness: str, report: ProcessReport
-) -> pd.DataFrame | None:
-    """One side's iterations with the identifying columns (None: nothing usable)."""
+) -> list[pd.DataFrame]:
+    """The iterations of one side's process with the identifying columns: one table, or
+    for an inproc run (both sides timed in one process, rows marked ``inproc_side``)
+    one per side; none when nothing is usable."""
     run, run_id = c.run, c.run.run_id
     # absolute: result_files are relative to the side directory, and a parser must find
     # them whatever the working directory and however the results dir was named
@@ -185,13 +186,45 @@ def _side_table(
         df = parser(ctx)
     except ResultFileError as exc:
         report.problems.append(f"{exc} (run {run_id}, side {side.name} skipped)")
-        return None
+        return []
     except DuetError as exc:
         report.problems.append(f"{run_id} side {side.name}: {exc}")
-        return None
+        return []
     except Exception as exc:  # a third-party parser's bug must not lose the experiment
         report.problems.append(f"{run_id} side {side.name}: parser '{harness}' failed: {exc!r}")
-        return None
+        return []
+    paired = "inproc_side" in df.columns
+    if paired != (run.method == Method.INPROC):
+        what = "both sides' samples" if paired else "one side's samples"
+        report.problems.append(
+            f"{run_id} side {side.name}: the result file holds {what}, which a "
+            f"{run.method} run does not produce (run skipped; docs/micro.md, "
+            '"In one process: inproc")'
+        )
+        return []
+    if not paired:
+        one = _finish_side(c, side, side.name, df, ctx, report)
+        return [] if one is None else [one]
+    out = []
+    for name in SIDES:
+        part = df.loc[df["inproc_side"].to_numpy() == name].drop(columns=["inproc_side"])
+        one = _finish_side(c, side, name, part.reset_index(drop=True), ctx, report)
+        if one is not None:
+            out.append(one)
+    return out
+
+
+def _finish_side(
+    c: _RunContext,
+    side: SideRecord,
+    name: str,
+    df: pd.DataFrame,
+    ctx: SideContext,
+    report: ProcessReport,
+) -> pd.DataFrame | None:
+    """Side ``name``'s parsed iterations (from ``side``'s process) with the identifying
+    columns (None: nothing usable)."""
+    run, run_id = c.run, c.run.run_id
     df = _normalize(df, ctx, side, report)
     if df.empty:
         return None
@@ -203,10 +236,10 @@ def _side_table(
         df["benchmark"] = run.benchmark
     df["experiment"] = c.experiment
     df["host"] = run.host
-    df["suite"] = run.suite or spec.get("suite") or harness
+    df["suite"] = run.suite or spec.get("suite") or spec.get("harness", "command")
     df["method"] = str(run.method)
     df["run"] = np.int64(run.rep if run.rep is not None else spec.get("rep", 0))
-    df["pair"] = side.name
+    df["pair"] = name
     df["order"] = run.order or ""
     df["run_id"] = run_id
     df["proc_start_ns"] = side.start_ns

@@ -18,15 +18,17 @@ from typing import Literal
 
 
 class Method(StrEnum):
-    """How the two sides run: seqn one after the other, aduet and sduet at once (docs/config.md)."""
+    """How the two sides run: seqn one after the other, aduet and sduet at once, inproc
+    in one process (docs/config.md)."""
 
     SEQN = "seqn"  # sequential: A and B in separate runs
     ADUET = "aduet"  # both sides at once, unsynchronized
     SDUET = "sduet"  # both sides at once, every iteration started together
+    INPROC = "inproc"  # duet micro only: both sides in one process, samples alternating
 
     @property
     def is_duet(self) -> bool:
-        return self is not Method.SEQN
+        return self in DUET_METHODS
 
 
 #: The method names, in the order duetbench lists them.

@@ -95,7 +95,7 @@ def pair_rows(
     m = check_min_overlap(min_overlap)
     definition = check_overlap_rate(overlap_rate)
     method = it.unit_method()
-    by_index = (method == Method.SEQN.value) | (method == Method.SDUET.value)
+    by_index = np.isin(method, [m.value for m in (Method.SEQN, Method.SDUET, Method.INPROC)])
     # the two pairings are independent: on a large table, side by side on threads
     big = len(it.unit) >= THREADED_ROWS
     (a1, b1), op = side_by_side(

@@ -19,6 +19,7 @@ from ..options import (
     CLUSTER_BY,
     CONFIG_WARMUP,
     DEFAULT_MIN_OVERLAPS,
+    INPROC_RUN_STAT,
     INTERVALS,
     MICRO_RUN_STAT,
     OVERLAP_RATES,
@@ -214,7 +215,8 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         RUN_STATS,
         None,
         f"how a run's pairs are summarized (default: {MICRO_RUN_STAT} for micro benchmarks, "
-        f"which compares the sides' minima, {_C.run_stat} for the others: the median of the "
+        f"which compares the sides' minima, {INPROC_RUN_STAT} for their inproc runs, "
+        f"{_C.run_stat} for the others: the median of the "
         "pairs' log ratios, or `means` (the sides' mean durations) for duets that ran beside "
         "other work; docs/statistics.md, 'Run statistics beside other work')",
     )

@@ -68,25 +68,31 @@ def compare_rows(
     """The verdict rows, and the options they were computed with.
 
     Without ``--run-stat``, micro benchmarks (rows from duet micro's worker: an
-    ``evaluations`` column) use ``MICRO_RUN_STAT``, the others ``opts.run_stat``; when
-    every benchmark is a micro benchmark the returned options say so (the JSON
-    ``settings``).
+    ``evaluations`` column) use ``MICRO_RUN_STAT``, their inproc runs
+    ``INPROC_RUN_STAT``, the others ``opts.run_stat``; when every row has one of them
+    the returned options say so (the JSON ``settings``).
     """
     import pandas as pd
 
     from ..analysis import compare
     from ..micro.api import micro_benchmarks
-    from ..options import MICRO_RUN_STAT
+    from ..options import INPROC_RUN_STAT, MICRO_RUN_STAT
+    from ..schema import Method
 
     micro = set() if run_stat_given else micro_benchmarks(table)
     if not micro:
         return compare(table, opts), opts
-    micro_opts = replace(opts, run_stat=MICRO_RUN_STAT)
-    is_micro = table["benchmark"].astype(str).isin(micro)
-    if is_micro.all():
-        return compare(table, micro_opts), micro_opts
-    parts = [compare(table.loc[~is_micro], opts), compare(table.loc[is_micro], micro_opts)]
-    rows = pd.concat(parts, ignore_index=True)
+    is_micro = table["benchmark"].astype(str).isin(micro).to_numpy()
+    inproc = is_micro & (table["method"].astype(str) == Method.INPROC.value).to_numpy()
+    groups = [
+        (~is_micro, opts),
+        (is_micro & ~inproc, replace(opts, run_stat=MICRO_RUN_STAT)),
+        (inproc, replace(opts, run_stat=INPROC_RUN_STAT)),
+    ]
+    groups = [(mask, o) for mask, o in groups if mask.any()]
+    if len(groups) == 1:
+        return compare(table, groups[0][1]), groups[0][1]
+    rows = pd.concat([compare(table.loc[mask], o) for mask, o in groups], ignore_index=True)
     return rows.sort_values(["benchmark", "method"], kind="stable", ignore_index=True), opts
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import ExitCode
 from ..options import RUN_STATS
 
-METHOD_CHOICES = ("sduet", "aduet", "seqn")
+METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--method",
         action="append",
         choices=list(METHOD_CHOICES),
-        help="sduet (default: lockstep per sample), aduet or seqn; repeatable",
+        help="sduet (default: lockstep per sample), aduet, seqn, or inproc (both sides in "
+        "one interpreter, samples alternating: the most precise when both can be imported "
+        "side by side); repeatable",
     )
     p.add_argument(
         "--budget",

@@ -50,9 +50,9 @@ class HostCpus:
     note: str = ""
 
 
-def runs_of_counts(seqn: int, aduet: int, sduet: int) -> int:
+def runs_of_counts(seqn: int, aduet: int, sduet: int, inproc: int = 0) -> int:
     """Runs a benchmark plans: every seqn repetition is an A run and a B run."""
-    return 2 * seqn + aduet + sduet
+    return 2 * seqn + aduet + sduet + inproc
 
 
 def cpu_ranges(cpus: Iterable[int]) -> str:

@@ -116,7 +116,7 @@ _REPETITION_KEYS = (
 
 def _check_plan_size(exp: Experiment, doc: LocatedYaml) -> None:
     sizes = {
-        b.name: runs_of_counts(b.reps("seqn"), b.reps("aduet"), b.reps("sduet"))
+        b.name: runs_of_counts(b.reps("seqn"), b.reps("aduet"), b.reps("sduet"), b.reps("inproc"))
         for b in exp.benchmarks
     }
     total = sum(sizes.values())

@@ -68,6 +68,7 @@ class MicroSpec:
     step_timeout_s: float | None = None  # bounds each setup, trial and sample
     evaluations: int | None = None  # set from A's calibration
     calibrations: tuple[tuple[str, str], ...] = ()  # (side, Calibration JSON text)
+    inproc_command: str | None = None  # method inproc: one worker timing both sides
 
     def side(self, pair: str) -> MicroSide:
         return dict(self.sides)[pair]

@@ -143,6 +143,17 @@ def _benchmark(
                 ("experiment", "repetitions", "sduet"),
                 where,
             )
+    if reps.get("inproc") and micro is None:
+        raise located_error(
+            doc,
+            f"benchmark '{name}' asks for {reps['inproc']} inproc runs, which time both "
+            "sides in one Python process: only Python-function benchmarks (`harness: "
+            'python`) can; docs/micro.md, "In one process: inproc". Use seqn, aduet or '
+            "sduet, or set `repetitions: {inproc: 0}`",
+            where + ("repetitions", "inproc"),
+            ("experiment", "repetitions", "inproc"),
+            where,
+        )
     if m.iterations is not None and m.time_budget is not None:
         raise located_error(
             doc,
@@ -233,4 +244,7 @@ def _host_requirements(exp: Any) -> tuple[tuple[str, Any], ...]:
 def _reps(r: NativeRepetitions | int) -> dict[str, int]:
     if isinstance(r, int):
         return {"seqn": r, "aduet": r, "sduet": r}
-    return {"seqn": r.seqn, "aduet": r.aduet, "sduet": r.sduet}
+    reps = {"seqn": r.seqn, "aduet": r.aduet, "sduet": r.sduet}
+    if r.inproc:
+        reps["inproc"] = r.inproc
+    return reps

@@ -227,6 +227,7 @@ class NativeRepetitions(_Strict):
     seqn: Count = 0
     aduet: Count = 0
     sduet: Count = 0
+    inproc: Count = 0  # Python-function benchmarks only (docs/micro.md)
 
 
 class NativeSide(_Strict):

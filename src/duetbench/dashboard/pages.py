@@ -161,7 +161,7 @@ def _host_choices(site: SiteData, views: Sequence[SeriesView]) -> list[tuple[str
 
 
 def _methods(views: Sequence[SeriesView]) -> list[str]:
-    order = {"seqn": 0, "aduet": 1, "sduet": 2}
+    order = {"seqn": 0, "aduet": 1, "sduet": 2, "inproc": 3}
     return sorted({v.key.method for v in views}, key=lambda m: (order.get(m, 9), m))
 
 

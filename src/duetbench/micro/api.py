@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -85,6 +86,20 @@ def _python(python: str | os.PathLike[str], cwd: Path | None) -> str:
     return _absolute(text, cwd) if "/" in text else text
 
 
+def same_interpreter(
+    a: str | os.PathLike[str], b: str | os.PathLike[str], cwd: Path | None = None
+) -> bool:
+    """Whether two sides' interpreters are one: the same path once made absolute (a bare
+    name looked up on PATH). Symbolic links are not followed: a virtual environment's
+    ``bin/python`` links to its base interpreter but has its own packages."""
+
+    def where(python: str | os.PathLike[str]) -> str:
+        text = _python(python, cwd)
+        return os.path.normpath(text if "/" in text else (shutil.which(text) or text))
+
+    return where(a) == where(b)
+
+
 def worker_command(
     python: str | os.PathLike[str],
     target: str,
@@ -100,8 +115,11 @@ def worker_command(
     timeout_s: float | None = None,
     output: str | os.PathLike[str] | None = None,
     cwd: Path | None = None,
+    pair: tuple[str, str | None, Sequence[str | os.PathLike[str]]] | None = None,
 ) -> list[str]:
-    """The argv that runs one side: ``[python, worker.py, target, options...]``.
+    """The argv that runs one side: ``[python, worker.py, target, options...]``;
+    with ``pair`` = (B's target, benchmark, paths), the argv that times both sides in
+    one process (method inproc).
 
     Relative ``python`` (with a ``/``), file or directory targets and ``paths``
     are made absolute from ``cwd``. Without ``output`` the worker writes to
@@ -134,6 +152,13 @@ def worker_command(
         argv.append("--keep-gc")
     if output is not None:
         argv += ["--output", _absolute(output, cwd)]
+    if pair is not None:
+        b_target, b_benchmark, b_paths = pair
+        argv += ["--pair-target", resolve_target(b_target, cwd)]
+        if b_benchmark is not None:
+            argv += ["--pair-benchmark", b_benchmark]
+        for p in b_paths:
+            argv += ["--pair-path", _absolute(p, cwd)]
     return argv
 
 

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..config.model import Benchmark, Experiment, MicroSpec, Side
-from .api import MicroError, calibrate, worker_command
+from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
+from ..schema import Method
+from .api import MicroError, calibrate, same_interpreter, worker_command
 from .calibration import Calibration, Settings
 
 #: Sampling time per run is at least this many samples of the slower side (its calibration).
@@ -77,8 +78,8 @@ def calibrate_benchmark(
     budget_s = None
     if spec.samples is None:
         budget_s = max(spec.run_time_s or 0.0, MIN_SAMPLES_PER_RUN * sample_s)
-    sides = []
-    for pair, side in spec.sides:
+
+    def command_of(side: MicroSide, pair: MicroSide | None = None) -> str:
         argv = worker_command(
             side.python,
             side.target,
@@ -92,10 +93,25 @@ def calibrate_benchmark(
             settings=Settings(min_sample_ns=round(spec.min_sample_s * 1e9)),
             timeout_s=spec.step_timeout_s,
             cwd=base,
+            pair=None if pair is None else (pair.target, pair.benchmark, pair.paths),
         )
-        command = shlex.join(argv)
+        return shlex.join(argv)
+
+    sides = []
+    for pair, side in spec.sides:
+        command = command_of(side)
         old = dict(bench.sides).get(pair) or Side(command="")
         sides.append((pair, replace(old, command=command, sync_command=command)))
+    inproc_command = None
+    if bench.reps(Method.INPROC):
+        a, b = spec.side("A"), spec.side("B")
+        if not same_interpreter(a.python, b.python, base):
+            raise MicroError(
+                f"benchmark {bench.name}: method inproc times both sides in one interpreter, "
+                f"but side A runs {a.python} and side B {b.python}; use sduet, aduet or seqn "
+                'to compare interpreters (docs/micro.md, "In one process: inproc")'
+            )
+        inproc_command = command_of(a, b)
     texts = tuple((p, json.dumps(c.to_json(), sort_keys=True)) for p, c in calibrations.items())
     timeout = bench.timeout
     if timeout is None:  # generous: catches a hang, never a slow machine
@@ -105,7 +121,9 @@ def calibrate_benchmark(
         bench,
         sides=tuple(sides),
         timeout=timeout,
-        micro=replace(spec, evaluations=evaluations, calibrations=texts),
+        micro=replace(
+            spec, evaluations=evaluations, calibrations=texts, inproc_command=inproc_command
+        ),
     )
 
 

@@ -25,7 +25,7 @@ from .experiment import calibrate_experiment
 RUN_OVERHEAD_S = 0.5
 #: Sampling seconds per run at least, however small the budget.
 MIN_RUN_TIME_S = 0.05
-METHODS = ("sduet", "aduet", "seqn")
+METHODS = ("sduet", "aduet", "seqn", "inproc")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class MicroRequest:
         methods = tuple(dict.fromkeys(rest.pop("methods", None) or ("sduet",)))  # type: ignore[call-overload]
         for method in methods:
             if method not in METHODS:
-                raise MicroError(f"--method {method}: use sduet, aduet or seqn")
+                raise MicroError(f"--method {method}: use sduet, aduet, seqn or inproc")
         request = MicroRequest(
             a_target=a_target or given[0],
             b_target=b_target or given[0],

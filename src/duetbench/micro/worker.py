@@ -46,6 +46,8 @@ SAMPLES_FILE = "micro-samples.csv"
 META_FILE = "micro-meta.json"
 ERROR_FILE = "micro-error.json"
 COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations")
+#: in-process pairs (``--pair-target``): every row also names its side
+PAIRED_COLUMNS = COLUMNS + ("side",)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HANDSHAKE, EXIT_SKIPPED = 0, 1, 2, 3, 4
 DEFAULT_SAMPLES = 100
 DEFAULT_WARMUP = 1
@@ -102,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="seconds for setup, one sample, teardown")
     p.add_argument("--output", help="directory for the result files (default $DUET_OUTPUT_DIR)")
     p.add_argument("--side", help="this side's name in messages (default $DUET_PAIR)")
+    pair = p.add_argument_group(
+        "in-process pairs (method inproc)",
+        "time side B's benchmark in this process too, samples alternating A B, B A, ...",
+    )
+    pair.add_argument("--pair-target", help="side B's target")
+    pair.add_argument("--pair-benchmark", help="side B's benchmark (as --list shows it)")
+    pair.add_argument("--pair-path", action="append", default=[], help="side B's sys.path DIR")
     return p
 
 
@@ -119,6 +128,8 @@ def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--warmup and --min-sample-time must be >= 0")
     if args.resolution_multiple < 0 or args.overhead_multiple < 0:
         p.error("--resolution-multiple and --overhead-multiple must be >= 0")
+    if args.pair_target is not None and (args.list or args.calibrate_only):
+        p.error("--pair-target times two benchmarks; --list and --calibrate-only take one")
 
 
 def _protocol_stdout() -> TextIO:
@@ -177,17 +188,21 @@ class _Alarm:
 
 
 class _Samples:
-    """micro-samples.csv, one row per sample, flushed per row."""
+    """micro-samples.csv, one row per sample, flushed per row (``paired``: with the side)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, paired: bool = False) -> None:
         self.file = open(os.path.join(directory, SAMPLES_FILE), "w", encoding="utf-8", buffering=1)
-        self.file.write(",".join(COLUMNS) + "\n")
-        self.index = 0
+        self.file.write(",".join(PAIRED_COLUMNS if paired else COLUMNS) + "\n")
+        self.index: dict[str, int] = {}
 
-    def row(self, phase: str, start_ns: int, total_ns: int, evaluations: int) -> None:
+    def row(
+        self, phase: str, start_ns: int, total_ns: int, evaluations: int, side: str = ""
+    ) -> None:
         end_ns = start_ns + total_ns
-        self.file.write(f"{self.index},{phase},{start_ns},{end_ns},{total_ns},{evaluations}\n")
-        self.index += 1
+        index = self.index.get(side, 0)
+        self.index[side] = index + 1
+        text = f"{index},{phase},{start_ns},{end_ns},{total_ns},{evaluations}"
+        self.file.write(text + (f",{side}\n" if side else "\n"))
 
     def close(self) -> None:
         self.file.close()
@@ -271,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(ctx.output, exist_ok=True)
     discovery = h["discovery"]
     try:
+        if args.pair_target is not None:
+            return _measure_pair(args, h, ctx)
         target = discovery.parse_target(args.target)
         _set_path(args.path, discovery.search_path(target))
         if args.list:
@@ -421,6 +438,167 @@ def _sample_loop(
             warmed += 1
         else:
             measured += 1
+
+
+# --------------------------------------------------------------------------- in-process pairs
+
+
+class _Loaded:
+    """One side of an in-process pair: its benchmark, ready to time, the directories that
+    are its own (its ``--path`` and the target's), the modules imported from them, and
+    the ``sys.path`` it was imported with."""
+
+    def __init__(
+        self, name: str, bench: Any, prepared: Any, roots: list, modules: dict, path: list
+    ) -> None:
+        self.name = name
+        self.bench = bench
+        self.prepared = prepared
+        self.roots = roots
+        self.modules = modules
+        self.path = path
+
+    def owns(self, module: Any) -> bool:
+        """Whether ``module`` was imported from one of this side's directories."""
+        where = getattr(module, "__file__", None)
+        if where is None:  # a namespace package
+            where = next(iter(getattr(module, "__path__", None) or ()), None)
+        if not isinstance(where, str):
+            return False
+        where = os.path.abspath(where)
+        return any(where.startswith(root + os.sep) for root in self.roots)
+
+    def collect(self, shared: set) -> None:
+        """Take the modules imported from this side's directories since the last look
+        (at import, setup, or lazily inside the function) out of ``sys.modules``."""
+        for key, module in list(sys.modules.items()):
+            if key not in shared and key not in self.modules and self.owns(module):
+                self.modules[key] = module
+        for key in self.modules:
+            sys.modules.pop(key, None)
+
+
+def _load_side(
+    h: dict[str, Any], ctx: Context, side: str, text: str, name: str | None, paths: list[str]
+) -> _Loaded:
+    discovery = h["discovery"]
+    ctx.side, ctx.target, ctx.benchmark = side, text, name
+    target = discovery.parse_target(text)
+    own = discovery.search_path(target)
+    _set_path(paths, own)
+    roots = [os.path.abspath(p) for p in paths] + [os.path.abspath(p) for p in own]
+    bench = _select(h, discovery.discover(target, only=name), name, text)
+    ctx.benchmark = bench.name
+    with _Alarm(bench.timeout_s):
+        prepared = discovery.prepare(bench)
+    return _Loaded(side, bench, prepared, roots, {}, list(sys.path))
+
+
+def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> int:
+    """Method inproc: A's and B's benchmark in this one interpreter, samples alternating
+    (A B, B A, A B, ...), so whatever makes this process fast or slow hits both alike
+    (docs/micro.md, "In one process: inproc").
+
+    With different ``--path`` lists the two sides are imported apart: the modules
+    imported from a side's own directories (its ``--path``, the target's directory)
+    leave ``sys.modules`` when the other side's turn comes, and come back with that
+    side's ``sys.path`` before each of its samples -- also those imported lazily, inside
+    the function -- so B's ``import mylib`` finds B's ``mylib``. Modules from anywhere
+    else (the standard library, site-packages) are imported once and shared. With the
+    same paths both sides share everything.
+    """
+    if not ctx.output:
+        raise h["discovery"].TargetError(
+            "no output directory: set DUET_OUTPUT_DIR or pass --output"
+        )
+    base = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+    sys.path[:] = base
+    shared = set(sys.modules)
+    a = _load_side(h, ctx, "A", args.target, args.benchmark, args.path)
+    apart = [os.path.abspath(p) for p in args.path] != [os.path.abspath(p) for p in args.pair_path]
+    if apart:
+        a.collect(shared)
+    sys.path[:] = base
+    b = _load_side(h, ctx, "B", args.pair_target, args.pair_benchmark, args.pair_path)
+    sides = (a, b)
+    cal_mod = h["calibration"]
+    disable_gc = not args.keep_gc
+
+    current = [b]  # the side whose modules are in sys.modules
+
+    def enter(side: _Loaded) -> None:
+        ctx.side, ctx.benchmark = side.name, side.bench.name
+        ctx.target = args.target if side is a else args.pair_target
+        if apart and current[0] is not side:
+            current[0].collect(shared)
+            sys.modules.update(side.modules)
+            sys.path[:] = side.path
+            current[0] = side
+
+    evaluations = args.evaluations
+    if evaluations is None:  # A calibrates, as in a duet (B is "told" the same count)
+        enter(a)
+        settings = cal_mod.Settings(
+            min_sample_ns=round(args.min_sample_time * 1e9),
+            resolution_multiple=args.resolution_multiple,
+            overhead_multiple=args.overhead_multiple,
+            max_evaluations=args.max_evaluations,
+        )
+        evaluations = cal_mod.calibrate_callable(
+            a.prepared.fn, settings=settings, disable_gc=disable_gc
+        ).evaluations
+    samples = _Samples(ctx.output, paired=True)
+    info: dict[str, Any] = {"format": FORMAT_VERSION, "side": "A+B", "target": args.target}
+    info.update(benchmark=a.bench.to_json(), python=_python_info(), inproc=True)
+    info["pair"] = {
+        "target": args.pair_target,
+        "benchmark": b.bench.to_json(),
+        "paths": [os.path.abspath(p) for p in args.pair_path],
+        "imported_apart": apart,
+    }
+    info["calibration"] = {"evaluations": evaluations}
+    info.update(gc_disabled=disable_gc, warmup=args.warmup, budget_s=args.budget)
+    info.update(paths=[os.path.abspath(p) for p in args.path], pid=os.getpid())
+    info.update(samples=args.samples, handshake=False, start_ns=time.time_ns())
+    _write_json(ctx.output, META_FILE, info)
+    time_sample = cal_mod.time_sample
+    failure = h["discovery"].UserCodeFailure
+    limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
+    budget_ns = None if args.budget is None else round(args.budget * 1e9)
+    clock = time.perf_counter_ns
+    begin = None
+    pairs = 0
+    try:
+        while True:
+            warmup = pairs < args.warmup
+            if not warmup:
+                if limit is not None and pairs - args.warmup >= limit:
+                    break
+                if budget_ns is not None and begin is not None and clock() - begin >= budget_ns:
+                    break
+                if begin is None:
+                    begin = clock()
+            for side in sides if pairs % 2 == 0 else sides[::-1]:
+                enter(side)
+                timeout = args.timeout or side.bench.timeout_s
+                start = time.time_ns()
+                try:
+                    with _Alarm(timeout):
+                        elapsed = time_sample(side.prepared.fn, evaluations, clock, disable_gc)
+                except BaseException as exc:
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
+                    raise failure("sample", exc) from exc
+                phase = "warmup" if warmup else "sample"
+                samples.row(phase, start, elapsed, evaluations, side.name)
+            pairs += 1
+    finally:
+        samples.close()
+    for side in sides:
+        enter(side)
+        with _Alarm(args.timeout or side.bench.timeout_s):
+            side.prepared.teardown()
+    return EXIT_OK
 
 
 if __name__ == "__main__":

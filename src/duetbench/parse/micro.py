@@ -6,6 +6,8 @@ The worker (``duetbench/micro/worker.py``) writes into the side directory:
   one row per sample, flushed per row; ``phase`` is ``calibration`` (a tuning
   trial), ``warmup`` or ``sample``; start/end are wall-clock epoch ns of the
   whole sample, ``total_ns`` its exact ``perf_counter_ns`` duration;
+  with a last column ``side`` (A or B) when one worker timed both sides in one
+  process (method ``inproc``);
 * ``micro-meta.json`` -- the benchmark, the interpreter, the calibration;
 * ``micro-error.json`` -- only when the worker failed: what failed, with the
   traceback's last line.
@@ -16,7 +18,8 @@ arithmetic, so at most 0.5 ns off); the exact values stay in ``total_ns`` and
 ``evaluations`` and the unrounded quotient in ``ns_per_evaluation``.
 ``start_ns``/``end_ns`` span the whole sample (for overlaps and alignment).
 Calibration and warm-up rows are ``filler`` (kept, not analysed), marked by
-``calibration`` and ``harness_warmup``.
+``calibration`` and ``harness_warmup``. An in-process file's rows carry
+``inproc_side``; `duet process` splits them into the run's two sides.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ SAMPLES_FILE = "micro-samples.csv"
 META_FILE = "micro-meta.json"
 ERROR_FILE = "micro-error.json"
 COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations")
+PAIRED_COLUMNS = COLUMNS + ("side",)
 PHASES = ("calibration", "warmup", "sample")
 FORMAT_VERSION = 1
 
@@ -101,24 +105,39 @@ def _parse_samples(path: Path) -> pd.DataFrame:
     if text and not text.endswith("\n"):  # killed while writing a row: that sample is lost
         text = text[: text.rfind("\n") + 1]
     table = read_csv(path, text)
-    if table.header != COLUMNS:
+    if table.header not in (COLUMNS, PAIRED_COLUMNS):
         raise ResultFileError(
             path,
-            f"unexpected header {','.join(table.header)}; expected {','.join(COLUMNS)}",
+            f"unexpected header {','.join(table.header)}; expected {','.join(COLUMNS)} "
+            "(and ',side' when both sides ran in one process)",
             line=1,
         )
+    paired = table.header == PAIRED_COLUMNS
     bench = meta.get("benchmark") if isinstance(meta.get("benchmark"), dict) else {}
     python = meta.get("python") if isinstance(meta.get("python"), dict) else {}
     calibration = meta.get("calibration") if isinstance(meta.get("calibration"), dict) else {}
     workload = str(bench.get("name", ""))
     interpreter = f"{python.get('implementation', '')} {python.get('version', '')}".strip()
+    names = {"A": workload}
+    if paired:
+        pair = meta.get("pair") if isinstance(meta.get("pair"), dict) else {}
+        other = pair.get("benchmark") if isinstance(pair.get("benchmark"), dict) else {}
+        names["B"] = str(other.get("name", ""))
     rows: list[dict[str, Any]] = []
     for line, fields in table.rows:
-        rows.append(_row(dict(zip(COLUMNS, fields, strict=True)), path, line))
+        row = _row(dict(zip(table.header, fields, strict=True)), path, line)
+        if paired:
+            side = fields[-1]
+            if side not in names:
+                raise ResultFileError(path, f"unknown side {side!r}; expected A or B", line=line)
+            row["inproc_side"] = side
+            row["workload"] = names[side]
+        rows.append(row)
     if not rows:
         raise ResultFileError(path, "no samples: the worker stopped before its first sample")
     frame = build_frame(rows, path, lines=[line for line, _ in table.rows], group=None)
-    frame["workload"] = workload
+    if not paired:
+        frame["workload"] = workload
     frame["python"] = interpreter
     frame["call_overhead_ns"] = float(calibration.get("call_overhead_ns", float("nan")))
     return frame

@@ -49,7 +49,7 @@ def _num(x: Any) -> float | int | None:
 
 def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> dict[str, Any]:
     """The `duet compare --format json` document (schema: data/compare.schema.json); rows
-    in the order every other format shows them (methods as seqn, aduet, sduet)."""
+    in the order every other format shows them (methods as seqn, aduet, sduet, inproc)."""
     out_rows = []
     keys = [k for k in ("suite", "benchmark", "method") if k in rows]
     warned = warnings_by_row(sort_rows(rows, keys), dataset, opts.min_overlap)

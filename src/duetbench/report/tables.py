@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..dataset import Dataset
 
 #: Display order of methods and tests (rows are sorted by it, not alphabetically).
-METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2}
+METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2, "inproc": 3}
 TEST_ORDER = {"ratio": 0, "diff": 1, "utest": 2, "utest-pooled": 3}
 _LEFT_KINDS = ("text", "verdict", "health")
 
@@ -87,7 +87,7 @@ class Table:
 
 
 def sort_rows(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """Rows ordered by the keys, methods as seqn, aduet, sduet and tests as ratio, diff, U."""
+    """Rows ordered by the keys, methods as seqn, aduet, sduet, inproc and tests as ratio, diff, U."""
     if df.empty:
         return df
     d = df.copy()

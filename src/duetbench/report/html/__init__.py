@@ -3,7 +3,7 @@
 The HTML embeds Plotly's JavaScript from the installed ``plotly`` package
 (:func:`plotly.offline.get_plotlyjs`), so it opens offline in any browser: no CDN,
 no network. Colours are fixed for the whole report: side A blue, side B orange;
-seqn grey, aduet green, sduet purple. When every plot has been drawn the page sets
+seqn grey, aduet green, sduet purple, inproc red. When every plot has been drawn the page sets
 ``data-rendered-ms`` (milliseconds since navigation) and ``data-plots`` on ``<body>``.
 
 One module per group of sections (``verdicts``, ``runs``, ``methods``, ``accuracy``,

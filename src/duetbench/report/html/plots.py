@@ -14,9 +14,9 @@ import pandas as pd
 from .. import formatting as fmt
 
 SIDE_COLORS = {"A": "#1f77b4", "B": "#ff7f0e"}
-METHOD_COLORS = {"seqn": "#6b6b6b", "aduet": "#2ca02c", "sduet": "#9467bd"}
-METHODS = ("seqn", "aduet", "sduet")
-METHOD_SYMBOLS = {"seqn": "circle", "aduet": "square", "sduet": "diamond"}
+METHOD_COLORS = {"seqn": "#6b6b6b", "aduet": "#2ca02c", "sduet": "#9467bd", "inproc": "#d62728"}
+METHODS = ("seqn", "aduet", "sduet", "inproc")
+METHOD_SYMBOLS = {"seqn": "circle", "aduet": "square", "sduet": "diamond", "inproc": "cross"}
 TEST_DASH = {"ratio": "solid", "diff": "dash", "utest": "dot", "utest-pooled": "dashdot"}
 TEST_NAMES = {
     "ratio": "ratio CI test",
