@@ -12,7 +12,8 @@ analyses at 10, 20, ..., 50 runs unless "every run"). Prints Markdown tables:
    interval that excludes 0, beside naive peeking at a fixed-n t interval and the
    plug-in (asymptotic) normal mixture.
 2. Coverage of the true change by the interval at the stop, and runs used, for
-   `precise` and `decided` rules; wrong `equivalent` verdicts at 1.5x the threshold.
+   `precise` rules (the width design, their default, beside the two anytime-valid
+   ones) and `decided` rules; wrong `equivalent` verdicts at 1.5x the threshold.
 3. Expected runs to a precision, per design.
 4. `method: auto`: the pilot's choice, analysed with and without the pilot runs.
 """
@@ -40,7 +41,7 @@ def _pct(x: float) -> str:
 def _rule(design: str, **kw: object) -> StopRule:
     if design == "group, every run":
         return StopRule.create(design="group", groups=None, **kw)
-    if design in ("sequence", "group"):
+    if design in ("sequence", "group", "width"):
         return StopRule.create(design=design, **kw)
     return StopRule(design=Design(design), **kw)  # type: ignore[arg-type]
 
@@ -54,7 +55,7 @@ def false_alarms(n: int, seed: int) -> list[list[str]]:
             runs = []
             for design in ("sequence", "group", "group, every run", "naive", "asymptotic"):
                 rule = _rule(design, until=Goal.DECIDED, threshold=0.0, min_runs=3, max_runs=RUNS)
-                st = first_stops(v, rule, intersect=design != "naive")
+                st = first_stops(v, rule, intersect=False if design == "naive" else None)
                 row.append(_pct(np.isin(st.verdict, CHANGED).mean()))
                 runs.append(f"{st.runs.mean():.1f}")
             row.append(" / ".join(runs))
@@ -73,7 +74,7 @@ def small_samples(n: int, seed: int) -> list[list[str]]:
             rule = _rule(
                 design, until=Goal.DECIDED, threshold=0.0, min_runs=min_runs, max_runs=RUNS
             )
-            st = first_stops(v, rule, intersect=design != "naive")
+            st = first_stops(v, rule, intersect=False if design == "naive" else None)
             row.append(_pct(np.isin(st.verdict, CHANGED).mean()))
         rows.append(row)
     return rows
@@ -85,12 +86,15 @@ def coverage(n: int, seed: int) -> list[list[str]]:
     cases = [
         ("precise 1 %", dict(until=Goal.PRECISE, precision=0.01), 0.0),
         ("precise 1 %", dict(until=Goal.PRECISE, precision=0.01), 0.02),
+        ("precise 0.5 %", dict(until=Goal.PRECISE, precision=0.005), 0.0),
+        ("precise 0.3 %", dict(until=Goal.PRECISE, precision=0.003), 0.0),
         ("decided, threshold 1 %", dict(until=Goal.DECIDED, threshold=0.01), 0.0),
         ("decided, threshold 1 %", dict(until=Goal.DECIDED, threshold=0.01), 0.015),
         ("decided, threshold 1 %", dict(until=Goal.DECIDED, threshold=0.01), 0.03),
     ]
     for label, kw, change in cases:
-        for design in ("sequence", "group"):
+        precise = kw["until"] is Goal.PRECISE
+        for design in ("width", "sequence", "group") if precise else ("sequence", "group"):
             cov, runs, wrong_eq, fa = [], [], [], []
             for model in NOISE_MODELS:
                 v = run_values(model, n, RUNS, seed=seed, method="duet", change=change)
@@ -115,11 +119,11 @@ def expected_runs(n: int, seed: int) -> list[list[str]]:
     rows = []
     for k in (2.5, 1.5, 1.0, 0.75, 0.6):
         row = [f"{k:g} SD"]
-        for design in ("sequence", "group", "naive"):
+        for design in ("width", "sequence", "group", "naive"):
             st = first_stops(
                 v,
                 _rule(design, until=Goal.PRECISE, precision=0.01 * k, max_runs=RUNS),
-                intersect=design != "naive",
+                intersect=False if design == "naive" else None,
             )
             cov = ((st.low <= 0) & (0 <= st.high)).mean()
             row.append(f"{st.runs.mean():.1f} ({_pct(cov)})")
@@ -224,7 +228,8 @@ def main() -> None:
     print(f"\n## Runs to a precision (normal run values), {n} experiments; coverage in brackets\n")
     print(
         _table(
-            ["half-width target", "sequence", "group", "naive t"], expected_runs(n, args.seed + 200)
+            ["half-width target", "width", "sequence", "group", "naive t"],
+            expected_runs(n, args.seed + 200),
         )
     )
     print(f"\n## method auto: choice on {PILOT_RUNS} pilot runs each, {n} experiments per row\n")

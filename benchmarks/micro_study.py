@@ -1,4 +1,4 @@
-"""Micro study (issue 16): `duet micro` (sduet, aduet, seqn) against pyperf timeit and
+"""Micro study (issue 16): `duet micro` (sduet, aduet, seqn, inproc) against pyperf timeit and
 pytest-benchmark on the known-answer functions of ``examples/micro``, at equal machine time.
 
 Cases: ``knownver.<variant>_<size>`` of ``v_a`` (A) against ``v_b`` (B): ``aa`` (A/A,
@@ -9,7 +9,8 @@ same work), ``p1`` (+1 %), ``p3`` (+3 %), ``x2`` (2x, for the bias); sizes ``5us
 Every tool gets the same wall-clock budget ``S`` per case and try:
 
 * ``duet micro --method M --budget S --runs R`` (one method per call; verdict, change and
-  interval from its JSON; the default run statistic, the minimum);
+  interval from its JSON; the default run statistic: the minimum, for inproc the
+  median of the pairs);
 * ``pyperf timeit``: A then B, each in ``S/2`` -- loops per value fixed to about 1 ms of
   calls (as duet micro calibrates), 3 values per process, and as many processes as a
   pilot run says fit in ``S/2``; verdict from ``pyperf compare_to``, the 95 % interval
@@ -26,6 +27,7 @@ bias (mean measured change - true change), median interval width.
     python benchmarks/micro_study.py --quick --json quick.json     # ~3 minutes, a check
     python benchmarks/micro_study.py --json study.json             # the full study (see --plan)
     python benchmarks/micro_study.py --plan                        # tries and expected duration
+    python benchmarks/micro_study.py --tools inproc,pyperf --sizes 100us   # the goals' cases
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,8 @@ from scipy import stats
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "micro"
 SRC = REPO / "src"
-TOOLS = ("sduet", "aduet", "seqn", "pyperf", "pytest-benchmark")
+DUET_TOOLS = ("sduet", "aduet", "seqn", "inproc")
+TOOLS = (*DUET_TOOLS, "pyperf", "pytest-benchmark")
 TRUE_CHANGE = {"aa": 0.0, "p1": 0.01, "p3": 0.03, "x2": 1.0}
 #: Seconds a tool run may take beyond its budget before it is given up (a hang).
 HANG_SLACK_S = 600
@@ -262,7 +265,7 @@ def run_pytest_benchmark(case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
 
 
 def run_tool(tool: str, case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
-    if tool in ("sduet", "aduet", "seqn"):
+    if tool in DUET_TOOLS:
         return run_duet(tool, case, plan, tmp)
     if tool == "pyperf":
         return run_pyperf(case, plan, tmp)
@@ -363,8 +366,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan", action="store_true", help="print the tries and expected duration")
     p.add_argument("--json", type=Path, help="write every try and the summary here")
     p.add_argument("--seed", type=int, default=16)
+    p.add_argument(
+        "--tools",
+        help=f"comma-separated subset of {','.join(TOOLS)} (default: all)",
+    )
+    p.add_argument("--sizes", help="comma-separated subset of the plan's sizes (5us, 100us, 5ms)")
     args = p.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    if args.tools:
+        tools = tuple(t for t in args.tools.split(",") if t)
+        unknown = sorted(set(tools) - set(TOOLS))
+        if unknown:
+            p.error(f"--tools: unknown {', '.join(unknown)}; choose from {', '.join(TOOLS)}")
+        plan = replace(plan, tools=tools)
+    if args.sizes:
+        sizes = [s for s in args.sizes.split(",") if s]
+        unknown = sorted(set(sizes) - set(plan.tries))
+        if unknown:
+            p.error(f"--sizes: unknown {', '.join(unknown)}; the plan has {', '.join(plan.tries)}")
+        plan = replace(plan, tries={k: v for k, v in plan.tries.items() if k in sizes})
     if args.plan:
         print(f"{plan.cells()} tool runs of {plan.budget_s:g} s: about "
               f"{plan.expected_s() / 60:.0f} min")  # fmt: skip

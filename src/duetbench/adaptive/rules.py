@@ -16,6 +16,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from duetbench.config.stop import DESIGNS as USER_DESIGNS  # the designs a rule may ask for
 from duetbench.errors import AnalysisError
 
 from .sequential import Design, Intervals, look_multipliers, running_intervals
@@ -74,8 +75,10 @@ class StopRule:
 
     ``until``: ``precise`` (relative half-width of the interval <= ``precision``) or
     ``decided`` (slower, faster or equivalent against ``threshold``). ``design``:
-    ``sequence`` (confidence sequence, the default) or ``group`` (group-sequential
-    over ``max_runs``). The goal is checked from ``min_runs`` on; ``max_runs`` and
+    ``auto`` (the default: ``width`` for ``precise``, ``sequence`` for ``decided``),
+    ``sequence`` (confidence sequence), ``group`` (group-sequential over ``max_runs``)
+    or ``width`` (precision goals only: a widened Student-t interval, valid at a stop
+    that depends on the spread alone; docs/adaptive.md, "The designs"). The goal is checked from ``min_runs`` on; ``max_runs`` and
     ``budget_s`` (machine seconds for this benchmark, None: no limit) end it anyway.
     ``tuned_for``: the run count at which the confidence sequence is narrowest.
     ``groups``: analyses of the group-sequential design, equally spaced over
@@ -87,7 +90,7 @@ class StopRule:
     precision: float | None = 0.01
     threshold: float = 0.0
     confidence: float = 0.95
-    design: Design = Design.SEQUENCE
+    design: Design | str = "auto"
     min_runs: int = 3
     max_runs: int = 50
     budget_s: float | None = None
@@ -101,12 +104,11 @@ class StopRule:
             until = Goal(str(r.until))
         except ValueError as exc:
             raise AnalysisError(f"until must be 'precise' or 'decided', got {r.until!r}") from exc
-        try:
-            design = Design(str(r.design))
-        except ValueError:
-            design = None
-        if design not in (Design.SEQUENCE, Design.GROUP):
-            raise AnalysisError(f"design must be 'sequence' or 'group', got {r.design!r}")
+        if str(getattr(r.design, "value", r.design)) not in USER_DESIGNS:
+            raise AnalysisError(
+                f"design must be 'auto', 'sequence', 'group' or 'width', got {r.design!r}"
+            )
+        design = resolve_design(r.design, until)
         precision = r.precision
         if until is Goal.PRECISE:
             if precision is None:
@@ -148,10 +150,14 @@ class StopRule:
             groups=None if r.groups is None else int(r.groups),
         )
 
+    @property
+    def resolved_design(self) -> Design:
+        return resolve_design(self.design, Goal(str(self.until)))
+
     def multipliers(self, runs: int, looks: Sequence[int] | None = None) -> np.ndarray:
         """Interval multipliers for n = 1..runs under this rule's design (inf: no look)."""
         return look_multipliers(
-            self.design,
+            self.resolved_design,
             runs,
             confidence=self.confidence,
             min_runs=self.min_runs,
@@ -160,6 +166,27 @@ class StopRule:
             groups=self.groups,
             looks=looks,
         )
+
+
+def resolve_design(design: object, until: Goal) -> Design:
+    """The design a rule uses: ``auto`` is ``width`` for a precision goal and
+    ``sequence`` for a verdict; ``width`` cannot serve a verdict goal, whose stop
+    depends on the estimate itself."""
+    text = str(getattr(design, "value", design))
+    if text == "auto":
+        return Design.WIDTH if until is Goal.PRECISE else Design.SEQUENCE
+    try:
+        d = Design(text)
+    except ValueError:
+        d = None
+    if d is None:
+        raise AnalysisError(f"unknown design {design!r}")
+    if d is Design.WIDTH and until is not Goal.PRECISE:
+        raise AnalysisError(
+            "design 'width' is for `until: precise` only: a stop on the verdict depends on "
+            "the estimate, which needs an anytime-valid design (sequence or group)"
+        )
+    return d
 
 
 def outcomes(low: object, high: object, threshold: float) -> np.ndarray:
@@ -206,7 +233,7 @@ def runs_to_reach(half_width: float, sd: float, rule: StopRule, runs_done: int) 
     if sd == 0:
         return max(runs_done, rule.min_runs)
     n = np.arange(1, _HORIZON + 1)
-    mult = rule.multipliers(_HORIZON) if rule.design is Design.SEQUENCE else None
+    mult = rule.multipliers(_HORIZON) if rule.resolved_design is not Design.GROUP else None
     if mult is None:
         mult = replace(rule, design=Design.SEQUENCE).multipliers(_HORIZON)
         head = rule.multipliers(rule.max_runs)
@@ -287,7 +314,9 @@ def decide(
     if looks is not None:
         looks = sorted({int(x) for x in looks} | {n})
     if n:
-        iv = running_intervals(v, rule.multipliers(n, looks))
+        iv = running_intervals(
+            v, rule.multipliers(n, looks), intersect=rule.resolved_design.intersects
+        )
         mean, sd = float(iv.mean[0, -1]), float(iv.sd[0, -1])
         lo_log, hi_log = float(iv.low[0, -1]), float(iv.high[0, -1])
     else:
@@ -321,7 +350,7 @@ def decide(
         runs=n,
         seconds=float(seconds),
         confidence=rule.confidence,
-        design=rule.design,
+        design=rule.resolved_design,
         runs_to_goal=more,
         seconds_to_goal=more_s,
         explanation=text,
@@ -376,7 +405,7 @@ class Stops:
     intervals: Intervals
 
 
-def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool = True) -> Stops:
+def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool | None = None) -> Stops:
     """Stop of every row of ``values`` (sequences x runs) under ``rule`` (no budget).
 
     A row stops at the first look from ``min_runs`` on that reaches the goal, else at
@@ -384,6 +413,8 @@ def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool = True) -
     """
     v = np.atleast_2d(np.asarray(values, dtype=np.float64))
     n_max = min(rule.max_runs, v.shape[1])
+    if intersect is None:
+        intersect = rule.resolved_design.intersects
     iv = running_intervals(v[:, :n_max], rule.multipliers(n_max), intersect=intersect)
     lo, hi = np.expm1(iv.low), np.expm1(iv.high)
     ok = _goal_reached(lo, hi, rule) & (np.arange(1, n_max + 1) >= rule.min_runs)

@@ -22,6 +22,8 @@ __all__ = [
     "with_stop_overrides",
 ]
 
+#: `stop.design` values (docs/adaptive.md, "The designs")
+DESIGNS = ("auto", "sequence", "group", "width")  # the others are the study's comparisons
 STOP_KEYS = ("until", "precision", "threshold", "budget", "max_runs", "min_runs", "design")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
 _UNITS = {None: 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -42,7 +44,7 @@ class StopSettings:
     budget_s: float | None = None
     max_runs: int = 50
     min_runs: int = 3
-    design: str = "sequence"  # sequence | group
+    design: str = "auto"  # auto (width for precise, sequence for decided) | sequence | group | width
 
     def rule_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``adaptive.StopRule.create``."""
@@ -155,8 +157,10 @@ def parse_stop(d: Any, where: str = "stop") -> StopSettings:
     if "min_runs" in d:
         s = replace(s, min_runs=_count(d["min_runs"], f"{where}.min_runs", 2))
     if "design" in d:
-        if d["design"] not in ("sequence", "group"):
-            raise ConfigError(f"`{where}.design` must be sequence or group, got {d['design']!r}")
+        if d["design"] not in DESIGNS:
+            raise ConfigError(
+                f"`{where}.design` must be one of {', '.join(DESIGNS)}, got {d['design']!r}"
+            )
         s = replace(s, design=str(d["design"]))
     return checked(s, where)
 
@@ -165,6 +169,11 @@ def checked(s: StopSettings, where: str = "stop") -> StopSettings:
     if s.max_runs < s.min_runs:
         raise ConfigError(
             f"`{where}`: max_runs ({s.max_runs}) must be at least min_runs ({s.min_runs})"
+        )
+    if s.until == "decided" and s.design == "width":
+        raise ConfigError(
+            f"`{where}`: design width is for until precise only: a stop on the verdict "
+            "depends on the estimate, which needs design sequence or group (or auto)"
         )
     if s.until == "decided" and s.threshold <= 0:
         # without a threshold `decided` can never say equivalent: say it here, not after hours
