@@ -44,7 +44,9 @@ class StopSettings:
     budget_s: float | None = None
     max_runs: int = 50
     min_runs: int = 3
-    design: str = "auto"  # auto (width for precise, sequence for decided) | sequence | group | width
+    design: str = (
+        "auto"  # auto (width for precise, sequence for decided) | sequence | group | width
+    )
 
     def rule_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``adaptive.StopRule.create``."""
