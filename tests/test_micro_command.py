@@ -157,8 +157,10 @@ def test_two_implementations_in_one_tree(known: Path) -> None:
     assert 1.6 < 1 + row["change"] < 2.6
 
 
-def test_resume_reuses_the_stored_calibration(known: Path, tmp_path: Path) -> None:
-    """A module that logs every calibration it takes part in: --resume adds none."""
+@pytest.mark.parametrize("method", ["sduet", "inproc"])
+def test_resume_reuses_the_stored_calibration(known: Path, tmp_path: Path, method: str) -> None:
+    """A module that logs every calibration it takes part in: --resume adds none, and
+    the resumed run gets the command of the first (inproc: the one timing both sides)."""
     log = tmp_path / "calibrations.log"
     for version in ("v_a", "v_b"):
         source = known / version / "knownver.py"
@@ -169,7 +171,8 @@ def test_resume_reuses_the_stored_calibration(known: Path, tmp_path: Path) -> No
             f"        _f.write('{version}\\n')\n" + source.read_text()
         )
     env = {"CAL_LOG": str(log)}
-    args = ("knownver:p3_100us", "--a-path", "v_a", "--b-path", "v_b", "--runs", "2")
+    args = ("knownver:p3_100us", "--a-path", "v_a", "--b-path", "v_b", "--runs", "2",
+            "--method", method)  # fmt: skip
     first = micro(*args, "--samples", "5", cwd=known, env=env)
     assert first.returncode == 0, first.stderr
     assert sorted(log.read_text().split()) == ["v_a", "v_b"]
@@ -189,6 +192,9 @@ def test_resume_reuses_the_stored_calibration(known: Path, tmp_path: Path) -> No
     assert sorted(log.read_text().split()) == ["v_a", "v_b"]  # no new calibration
     spec = json.loads((store.run_dir(lost) / "run.json").read_text())["spec"]
     assert f"--evaluations {evaluations}" in spec["sides"][0]["command"]
+    assert ("--pair-target" in spec["sides"][0]["command"]) == (method == "inproc")
+    shown = run_duet("compare", str(root), "--format", "json")
+    assert json.loads(shown.stdout)["rows"][0]["runs"] == 2, shown.stderr
 
 
 def test_budget_is_split_over_benchmarks_methods_and_runs() -> None:

@@ -158,6 +158,18 @@ def test_config_inproc_only_for_python_benchmarks(tmp_path: Path) -> None:
     assert "inproc" in done.stderr and "harness: python" in done.stderr
 
 
+def test_plan_shows_inproc_runs_before_the_calibration(known: Path) -> None:
+    (known / "duet.yml").write_text(
+        "experiment: {name: cfg, repetitions: {inproc: 2, sduet: 1}}\n"
+        "benchmarks:\n"
+        "  p10: {harness: python, target: 'knownver:p10_100us', A: {path: v_a}, B: {path: v_b}}\n"
+    )
+    done = run_duet("plan", "duet.yml", cwd=known, timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    assert "p10.inproc.000" in done.stdout and "p10.inproc.001" in done.stdout
+    assert "p10.sduet.000" in done.stdout
+
+
 def test_config_python_benchmark_runs_inproc(known: Path) -> None:
     (known / "duet.yml").write_text(
         "experiment: {name: cfg, repetitions: {inproc: 3}}\n"

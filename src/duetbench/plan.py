@@ -166,13 +166,14 @@ def _side(bench: Benchmark, name: str, method: str, slot: int | None) -> SideSpe
 def _inproc_side(bench: Benchmark, slot: int | None) -> SideSpec:
     """The one process of an inproc run: side A's settings, the worker command that
     times both sides (built with the calibration, micro/experiment.py)."""
-    command = bench.micro.inproc_command if bench.micro is not None else None
-    if not command:
+    if bench.micro is None:
         raise ConfigError(
             f"benchmark '{bench.name}': method inproc needs a calibrated Python-function "
             'benchmark (harness micro); docs/micro.md, "In one process: inproc"'
         )
-    return replace(_side(bench, "A", Method.INPROC, slot), command=command)
+    side = _side(bench, "A", Method.INPROC, slot)
+    # before the calibration (duet plan) side A's placeholder stands for it
+    return replace(side, command=bench.micro.inproc_command or side.command)
 
 
 def _runs_of(exp: Experiment, bench: Benchmark) -> list[dict[str, Any]]:
