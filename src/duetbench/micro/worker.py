@@ -7,7 +7,7 @@
 
 Standard library only, Python >= 3.8: it runs under the interpreter of each
 side (a virtual environment without duetbench), and loads its helpers
-(``calibration.py``, ``discovery.py``, ``handshake.py``) from its own directory
+(``calibration.py``, ``discovery.py``, ``handshake.py``, ``apart.py``) from its own directory
 by path. The side's ``--path`` directories go first on ``sys.path``; the
 worker's own directory is removed from it, so nothing here shadows user code.
 
@@ -51,7 +51,7 @@ PAIRED_COLUMNS = COLUMNS + ("side",)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HANDSHAKE, EXIT_SKIPPED = 0, 1, 2, 3, 4
 DEFAULT_SAMPLES = 100
 DEFAULT_WARMUP = 1
-_HELPERS = ("calibration", "discovery", "handshake")
+_HELPERS = ("calibration", "discovery", "handshake", "apart")
 
 
 def _load_helpers() -> dict[str, Any]:
@@ -443,44 +443,9 @@ def _sample_loop(
 # --------------------------------------------------------------------------- in-process pairs
 
 
-class _Loaded:
-    """One side of an in-process pair: its benchmark, ready to time, the directories that
-    are its own (its ``--path`` and the target's), the modules imported from them, and
-    the ``sys.path`` it was imported with."""
-
-    def __init__(
-        self, name: str, bench: Any, prepared: Any, roots: list, modules: dict, path: list
-    ) -> None:
-        self.name = name
-        self.bench = bench
-        self.prepared = prepared
-        self.roots = roots
-        self.modules = modules
-        self.path = path
-
-    def owns(self, module: Any) -> bool:
-        """Whether ``module`` was imported from one of this side's directories."""
-        where = getattr(module, "__file__", None)
-        if where is None:  # a namespace package
-            where = next(iter(getattr(module, "__path__", None) or ()), None)
-        if not isinstance(where, str):
-            return False
-        where = os.path.abspath(where)
-        return any(where.startswith(root + os.sep) for root in self.roots)
-
-    def collect(self, shared: set) -> None:
-        """Take the modules imported from this side's directories since the last look
-        (at import, setup, or lazily inside the function) out of ``sys.modules``."""
-        for key, module in list(sys.modules.items()):
-            if key not in shared and key not in self.modules and self.owns(module):
-                self.modules[key] = module
-        for key in self.modules:
-            sys.modules.pop(key, None)
-
-
 def _load_side(
     h: dict[str, Any], ctx: Context, side: str, text: str, name: str | None, paths: list[str]
-) -> _Loaded:
+) -> Any:
     discovery = h["discovery"]
     ctx.side, ctx.target, ctx.benchmark = side, text, name
     target = discovery.parse_target(text)
@@ -491,7 +456,7 @@ def _load_side(
     ctx.benchmark = bench.name
     with _Alarm(bench.timeout_s):
         prepared = discovery.prepare(bench)
-    return _Loaded(side, bench, prepared, roots, {}, list(sys.path))
+    return h["apart"].Loaded(side, bench, prepared, roots, list(sys.path))
 
 
 def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> int:
@@ -499,13 +464,9 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
     (A B, B A, A B, ...), so whatever makes this process fast or slow hits both alike
     (docs/micro.md, "In one process: inproc").
 
-    With different ``--path`` lists the two sides are imported apart: the modules
-    imported from a side's own directories (its ``--path``, the target's directory)
-    leave ``sys.modules`` when the other side's turn comes, and come back with that
-    side's ``sys.path`` before each of its samples -- also those imported lazily, inside
-    the function -- so B's ``import mylib`` finds B's ``mylib``. Modules from anywhere
-    else (the standard library, site-packages) are imported once and shared. With the
-    same paths both sides share everything.
+    With different ``--path`` lists the two sides are imported apart (``apart.py``):
+    B's ``import mylib``, also inside the function, finds B's ``mylib``. With the same
+    paths both sides share everything.
     """
     if not ctx.output:
         raise h["discovery"].TargetError(
@@ -526,13 +487,11 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
 
     current = [b]  # the side whose modules are in sys.modules
 
-    def enter(side: _Loaded) -> None:
+    def enter(side: Any) -> None:
         ctx.side, ctx.benchmark = side.name, side.bench.name
         ctx.target = args.target if side is a else args.pair_target
         if apart and current[0] is not side:
-            current[0].collect(shared)
-            sys.modules.update(side.modules)
-            sys.path[:] = side.path
+            side.enter(current[0], shared)
             current[0] = side
 
     evaluations = args.evaluations
