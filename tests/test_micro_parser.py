@@ -273,3 +273,32 @@ def test_evaluation_mismatches() -> None:
         "benchmark b, method sduet, run 1: unequal evaluations per sample (side A: 13; side B: 12)"
     ]
     assert evaluation_mismatches(pd.DataFrame({"pair": ["A"], "duration_ns": [1]})) == []
+
+
+def test_an_inproc_file_names_each_row_s_side_and_benchmark(tmp_path: Path) -> None:
+    """Both sides timed in one process (method inproc): the last column is the side;
+    each side's rows carry its own benchmark name as the workload."""
+    meta = {**META, "side": "A+B", "inproc": True, "pair": {"benchmark": {"name": "v2"}}}
+    side_dir = tmp_path / "A"
+    side_dir.mkdir()
+    (side_dir / META_FILE).write_text(json.dumps(meta))
+    rows = [
+        f"0,warmup,{T0},{T0 + 100},100,10,A",
+        f"0,warmup,{T0 + 200},{T0 + 400},200,10,B",
+        f"1,sample,{T0 + 500},{T0 + 700},200,10,B",
+        f"1,sample,{T0 + 800},{T0 + 900},100,10,A",
+    ]
+    text = ",".join((*COLUMNS, "side")) + "\n" + "\n".join(rows) + "\n"
+    (side_dir / SAMPLES_FILE).write_text(text)
+    df = parse(side_dir)
+    assert df["inproc_side"].tolist() == ["A", "B", "B", "A"]
+    assert df["workload"].tolist() == [
+        META["benchmark"]["name"],
+        "v2",
+        "v2",
+        META["benchmark"]["name"],
+    ]
+    assert df["duration_ns"].tolist() == [10, 20, 20, 10]
+    (side_dir / SAMPLES_FILE).write_text(text.replace(",B\n", ",C\n", 1))
+    with pytest.raises(ResultFileError, match="unknown side 'C'"):
+        parse(side_dir)
