@@ -14,18 +14,23 @@ from .. import formatting as fmt
 from .page import Page
 from .plots import SIDE_COLORS, bench_name, label_margin, methods_in, rounded
 
+#: the methods whose runs hold both sides on one clock
+TIMELINE_METHODS = ("aduet", "sduet", "inproc")
+
 
 def timeline_section(page: Page, df: pd.DataFrame, opts: ReportOptions) -> None:
-    duet = df.loc[df["method"].astype(str).isin(["aduet", "sduet"]).to_numpy()]
+    duet = df.loc[df["method"].astype(str).isin(TIMELINE_METHODS).to_numpy()]
     if duet.empty:
         return
     page.section(
         "timelines",
         "Timelines of duet runs",
         f"The iterations of A (blue) and B (orange) of the first {opts.timeline_runs} run(s) "
-        "of every duet method, as intervals on the run's clock. In an aduet run the sides "
+        "of every method whose runs hold both sides, as intervals on the run's clock. In an "
+        "aduet run the sides "
         "iterate independently, so their iterations drift apart; in an sduet run every "
-        "iteration starts together. Pale bars are warm-up iterations.",
+        "iteration starts together; in an inproc run one process times them in turn. "
+        "Pale bars are warm-up iterations.",
     )
     multi = df["host"].nunique() > 1 if "host" in df.columns else False
     keys = ["host", "suite", "benchmark"] if "host" in duet.columns else ["suite", "benchmark"]
@@ -37,7 +42,7 @@ def timeline_section(page: Page, df: pd.DataFrame, opts: ReportOptions) -> None:
         }
         span_max = 0.0
         parts = []
-        for m in ("aduet", "sduet"):
+        for m in TIMELINE_METHODS:
             gm = g.loc[g["method"].astype(str) == m]
             for run in sorted(gm["run"].unique())[: max(opts.timeline_runs, 0)]:
                 gr = gm.loc[gm["run"] == run]
