@@ -136,7 +136,14 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         required=True,
     ),
     ColumnSpec(
-        "method", "str", "`seqn`, `aduet` or `sduet`", core=True, reserved=True, required=True
+        "method",
+        "str",
+        "`seqn`, `aduet`, `sduet` or `inproc` (micro benchmarks: both sides in one process, "
+        "whose run directory holds one side directory, `A/`, with both sides' samples; "
+        "docs/micro.md)",
+        core=True,
+        reserved=True,
+        required=True,
     ),
     ColumnSpec(
         "run",
