@@ -87,7 +87,7 @@ class Verdict(StrEnum):
     SAME = "same"
     BELOW_THRESHOLD = "same (below threshold)"  # a change, but smaller than --threshold
     NO_DATA = "no data"
-    # adaptive experiments (docs/adaptive.md, "The verdicts"): the anytime-valid interval
+    # adaptive experiments (docs/adaptive.md, "The verdicts"): the stopping rule's interval
     EQUIVALENT = "equivalent"  # the interval lies inside (-threshold, +threshold)
     INCONCLUSIVE = "inconclusive"  # a limit ended the benchmark before its goal
 

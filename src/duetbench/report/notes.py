@@ -142,6 +142,9 @@ def row_warnings(
             tail = (
                 "A and B ran one after the other, so it lands in the interval as noise"
                 if r["method"] == "seqn"
+                else "A and B took turns in one process, so it hits both alike and lands in "
+                "the interval as noise"
+                if r["method"] == "inproc"
                 else "a duet on a host without a spare CPU may not share it evenly between A "
                 "and B: on 2 CPUs beside one busy process, duets gave wrong verdicts where "
                 "seqn stayed right (docs/performance.md, section Placement); rerun on a "

@@ -134,8 +134,8 @@ def verdict_caption(opts: CompareOptions) -> str:
 def adaptive_caption(opts: CompareOptions) -> str:
     """How to read the verdict table of an adaptive experiment (docs/adaptive.md)."""
     return (
-        f"measured until sure: anytime-valid {opts.confidence * 100:g} % interval of the "
-        "stopping rule (runs = runs done); change = B vs A, + means B slower"
+        f"measured until sure: the stopping rule's {opts.confidence * 100:g} % interval, "
+        "valid at its stop (runs = runs done); change = B vs A, + means B slower"
     )
 
 
