@@ -233,3 +233,15 @@ def test_other_load_during_the_runs_is_noted_with_what_it_was():
             assert "the most in one run 0.72" in note and "mostly other processes" in note
         if len(loads) == 1:
             assert "mostly the hypervisor (steal time)" in doc["notes"][0]
+
+
+def test_other_load_beside_inproc_runs_is_noise_not_an_uneven_share():
+    """inproc: one process takes turns with A and B, so the note does not send the user
+    to seqn for an uneven share, as it does for a duet."""
+    df = aduet_table(1.5).assign(method="inproc")
+    busy = ((0.9, 0.0), (0.95, 0.0))
+    rows = compare(df, CompareOptions.create())
+    ds = Dataset(df, "t.csv", run_flags={("b", "inproc"): RunFlags(other_load=busy)})
+    (note,) = compare_doc(rows, ds, CompareOptions.create())["notes"]
+    assert "took turns in one process, so it hits both alike" in note
+    assert "compare with seqn" not in note
