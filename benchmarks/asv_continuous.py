@@ -26,14 +26,16 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
 from importlib.metadata import version as installed_version
 from pathlib import Path
 
+from asv_real_suite import sdist  # noqa: E402  (this script's directory is on sys.path)
+
 BRANCH = "main"
+NEEDED = ("benchmarks", "asv.conf.json")
 # asv 0.6's default build ("python -m build", then "python -m pip wheel -w {build_cache_dir}
 # {build_dir}") leaves the wheels of the dependencies (numpy) in the build cache too, and asv
 # then stops: "Found multiple wheels ... Cannot decide correct one". One wheel, no deps:
@@ -72,23 +74,6 @@ class Row:
         if self.mark == "" and self.failed:
             text = "failed"
         return text
-
-
-def sdist(package: str, version: str, into: Path) -> Path:
-    """The unpacked sdist of ``package==version`` (downloaded with pip)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-         "-q", "-d", str(into), f"{package}=={version}"],
-        check=True,
-    )  # fmt: skip
-    (archive,) = into.glob(f"{package}-{version}.tar.gz")
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    tree = into / f"{package}-{version}"
-    for needed in ("benchmarks", "asv.conf.json"):
-        if not (tree / needed).exists():
-            raise SystemExit(f"{package} {version}: its sdist has no {needed}")
-    return tree
 
 
 def git(repo: Path, *args: str) -> str:
@@ -217,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="asv-continuous-"))
     try:
-        a = sdist(args.package, args.a, tmp / "a")
-        b = sdist(args.package, args.b, tmp / "b")
+        a = sdist(args.package, args.a, tmp / "a", NEEDED)
+        b = sdist(args.package, args.b, tmp / "b", NEEDED)
         repo, (tag_a, tag_b) = make_repo(args.package, [(args.a, a), (args.b, b)], tmp)
         write_config(repo)
         (tmp / "home").mkdir()

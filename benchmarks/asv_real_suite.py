@@ -24,8 +24,11 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def sdist(package: str, version: str, into: Path) -> Path:
-    """The unpacked sdist of ``package==version`` (downloaded with pip)."""
+def sdist(
+    package: str, version: str, into: Path, needed: tuple[str, ...] = ("benchmarks",)
+) -> Path:
+    """The unpacked sdist of ``package==version`` (downloaded with pip), which must hold
+    ``needed`` (asv_continuous.py also needs ``asv.conf.json``)."""
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
          "-q", "-d", str(into), f"{package}=={version}"],
@@ -35,8 +38,9 @@ def sdist(package: str, version: str, into: Path) -> Path:
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
     tree = into / f"{package}-{version}"
-    if not (tree / "benchmarks").is_dir():
-        raise SystemExit(f"{package} {version}: its sdist has no benchmarks/ directory")
+    for name in needed:
+        if not (tree / name).exists():
+            raise SystemExit(f"{package} {version}: its sdist has no {name}")
     return tree
 
 

@@ -136,3 +136,13 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
     exe = build / "workload"
     assert exe.is_file()
     return exe
+
+
+@pytest.fixture
+def known(tmp_path: Path) -> Path:
+    """A copy of examples/micro (the known-work package of the micro tests) in a
+    directory whose name has a space."""
+    dest = tmp_path / "known work"
+    example = Path(__file__).resolve().parents[1] / "examples" / "micro"
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest

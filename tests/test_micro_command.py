@@ -21,17 +21,7 @@ from duetbench.micro.calibration import Calibration
 from duetbench.micro.request import MicroRequest, build_experiment, run_time_s
 from duetbench.store import ResultsStore
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "micro"
 TIMEOUT_S = 900  # catches a hang, never a slow machine
-
-
-@pytest.fixture
-def known(tmp_path: Path) -> Path:
-    """A copy of examples/micro in a directory whose name has a space."""
-    dest = tmp_path / "known work"
-    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
 
 
 def micro(

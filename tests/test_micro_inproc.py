@@ -19,20 +19,9 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import run_duet
+from tests.test_micro_command import TIMEOUT_S
 
 from duetbench.micro.api import same_interpreter, worker_path
-
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "micro"
-TIMEOUT_S = 900  # catches a hang, never a slow machine
-
-
-@pytest.fixture
-def known(tmp_path: Path) -> Path:
-    """A copy of examples/micro in a directory whose name has a space."""
-    dest = tmp_path / "known work"
-    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
 
 
 def micro(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
