@@ -13,6 +13,13 @@ loop and writes the CPU time the iteration took, with the wall-clock start and e
 CPU time keeps the test independent of how busy this shared machine is (a loaded
 2-core VM stretches the wall time of a 10 ms loop by anything from 0 to 200 %); the
 history, series and detection code is the same whatever a harness measures.
+
+Both sides share one CPU (`cpus: [n]`; they take turns on it, which CPU time does not
+see). This VM's two virtual CPUs are not alike: for seconds at a time one runs the same
+loop in 1.3x the CPU time of the other (7.7-8.9 ms against 6.8 ms; its host core's other
+hyperthread is busy, say), so with a side on each, a run's ratio read 0.78-1.32 for no
+change at all, and four runs missed a +12 % step or called -23 % for none. On one CPU
+both sides see the same speed at every moment (docs/performance.md, section Placement).
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ defaults:
   harness: generic
   results: [out.csv]
   warmup: 1
+  cpus: [{cpu}]
 benchmarks:
   loop:
     A: {{command: "'{a}'"}}
@@ -120,6 +128,7 @@ def test_thirty_versions_two_injected_slowdowns_found_exactly(tmp_path: Path) ->
                 seed=n,
                 a=builds / f"v{n - 1}" / "work",
                 b=builds / f"v{n}" / "work",
+                cpu=min(os.sched_getaffinity(0)),
             )
         )
         versions = ["--git", str(repo), "--versions", f"A=v{n - 1},B=v{n}"]
