@@ -278,6 +278,25 @@ def _missing_cpu() -> int:
     return max(os.sched_getaffinity(0)) + 1
 
 
+def _usable_cpu() -> int:
+    return min(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("harness", ["command", "pyperf"])
+def test_a_duet_on_one_cpu_is_refused_for_a_wall_clock_harness(tmp_path, harness):
+    """Both sides on one CPU take turns; a wall-clock time then counts the other's turns."""
+    text = (
+        "experiment:\n  name: x\n  repetitions: {seqn: 2, aduet: 2}\n"
+        f"benchmarks:\n  a:\n    harness: {harness}\n    cpus: [0]\n    command: 'true'\n"
+    )
+    msg = refused(text, 7, "runs aduet on CPU 0 alone", "List two CPUs", tmp_path=tmp_path)
+    assert ("built-in harness" if harness == "command" else "pyperf harness") in msg
+    seqn_only = text.replace("seqn: 2, aduet: 2", "seqn: 2")  # one side at a time: fine
+    assert loads_config(seqn_only).benchmarks[0].cpus == (0,)
+    cpu_time = text.replace(f"harness: {harness}", "harness: generic\n    results: [o.csv]")
+    assert loads_config(cpu_time).benchmarks[0].cpus == (0,)  # a harness reporting CPU time
+
+
 def test_a_cpu_this_host_lacks_is_refused_at_load_with_the_host_named(tmp_path):
     text = NATIVE + "    cpus: [0, 7]\n"
     here = HostCpus("h1", [0, 1, 2, 3])
@@ -299,7 +318,7 @@ def test_a_cpu_this_host_lacks_is_refused_at_load_with_the_host_named(tmp_path):
 def test_duet_plan_and_run_check_this_hosts_cpus(tmp_path):
     bad = _missing_cpu()
     cfg = tmp_path / "duet.yml"
-    cfg.write_text(NATIVE + f"    cpus: [{bad}]\n    iterations: 1\n")
+    cfg.write_text(NATIVE + f"    cpus: [{_usable_cpu()}, {bad}]\n    iterations: 1\n")
     r = run_duet("plan", str(cfg))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     usable = cpu_ranges(os.sched_getaffinity(0))
@@ -314,7 +333,7 @@ def test_duet_plan_and_run_check_this_hosts_cpus(tmp_path):
 
 def test_run_experiment_checks_the_cpus_before_anything_runs(tmp_path):
     exp = loads_config(
-        NATIVE.replace("'true'", f"touch {tmp_path / 'ran'}") + f"    cpus: [{_missing_cpu()}]\n",
+        NATIVE.replace("'true'", f"touch {tmp_path / 'ran'}") + f"    cpus: [{_usable_cpu()}, {_missing_cpu()}]\n",
         tmp_path / "duet.yml",
     )
     with pytest.raises(ConfigError, match="not usable on host"):
@@ -398,7 +417,7 @@ def test_numbers_at_their_bounds_load():
         EXP.format(key="timeout", value="720h").replace(
             "name: x", "name: x\n  seed: 9223372036854775807"
         )
-        + "    iterations: 1000000\n    warmup: 1000000\n    cpus: [8191]\n"
+        + "    iterations: 1000000\n    warmup: 1000000\n    cpus: [8190, 8191]\n"
     )
     bench = exp.benchmarks[0]
     assert bench.timeout == 30 * 24 * 3600 and exp.seed == 2**63 - 1

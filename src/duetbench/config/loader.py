@@ -43,6 +43,7 @@ def _from_located(
 ) -> Experiment:
     exp = _experiment(doc, executor)
     _check_plan_size(exp, doc)
+    _check_one_cpu_duets(exp, doc)
     if host_cpus is not None:
         _check_cpus(exp, doc, host_cpus)
     return exp
@@ -133,6 +134,36 @@ def _check_plan_size(exp: Experiment, doc: LocatedYaml) -> None:
         f"{bench.reps('sduet'):,}). Lower the repetitions or split the experiment.",
         path,
     )
+
+
+#: the one harness that may report CPU time, which two sides taking turns on one CPU
+#: leaves intact; every other harness times wall-clock (docs/config.md, `cpus`)
+ONE_CPU_HARNESSES = frozenset({"generic"})
+
+
+def _harness_name(harness: str) -> str:
+    return "built-in" if harness == "command" else harness
+
+
+def _check_one_cpu_duets(exp: Experiment, doc: LocatedYaml) -> None:
+    """A duet on a one-CPU list: both sides take turns on that CPU, and a wall-clock
+    measure counts the other side's turns too -- a silently wrong ratio."""
+    for bench in exp.benchmarks:
+        cpus = bench.cpus
+        duets = [m for m in ("aduet", "sduet") if bench.reps(m)]
+        if isinstance(cpus, str) or len(set(cpus)) != 1 or not duets:
+            continue
+        if bench.harness in ONE_CPU_HARNESSES:
+            continue
+        raise located_error(
+            doc,
+            f"benchmark '{bench.name}' runs {' and '.join(duets)} on CPU {cpus[0]} alone: "
+            f"both sides would take turns on it, and the {_harness_name(bench.harness)} harness times "
+            "wall-clock, which then counts the other side's turns too. List two CPUs (one "
+            "per side), or drop the duet repetitions; only a harness that reports CPU time "
+            "(harness: generic) may share one CPU (docs/config.md, `cpus`).",
+            _where(doc, exp, bench.name, ("cpus",)),
+        )
 
 
 def _check_cpus(exp: Experiment, doc: LocatedYaml, here: HostCpus) -> None:
