@@ -131,51 +131,88 @@ def expected_runs(n: int, seed: int) -> list[list[str]]:
     return rows
 
 
-def auto_choice(n: int, seed: int) -> list[list[str]]:
-    """Two methods, A/A and +2 %: seqn (cost 2) and a duet (cost 1), quiet and noisy.
+#: method auto's candidates in the simulation: (name, method model, run SD, cost of one
+#: repetition). The run SDs give run values (simulate.run_values: a duet keeps a fifth of
+#: the run SD per side) whose SD is, quiet, twice seqn's for the duets (seqn then scores
+#: 2x better, its repetition costing two runs) and, noisy, a fifth. The two duets are
+#: alike, the hardest case for the choice: it then picks whichever pilot looked tighter.
+AUTO_CONDITIONS = {
+    "quiet": (
+        ("seqn", "seqn", 0.01, 2.0),
+        ("aduet", "duet", 0.091, 1.0),
+        ("sduet", "duet", 0.091, 1.0),
+    ),
+    "noisy": (
+        ("seqn", "seqn", 0.03, 2.0),
+        ("aduet", "duet", 0.0274, 1.0),
+        ("sduet", "duet", 0.0274, 1.0),
+    ),
+}
 
-    Each experiment: PILOT_RUNS runs of each, the choice, then the chosen method until
-    the `decided` rule (threshold 0) stops it or its runs reach 50.
+
+def auto_choice(n: int, seed: int) -> list[list[str]]:
+    """Three candidates (seqn, and two alike duets) under every noise model, for both goals.
+
+    Each experiment: PILOT_RUNS runs of each method, the choice (on spread and cost only),
+    then the chosen method until its rule stops it or its runs reach 50 -- `decided`
+    (threshold 0, the sequence design) and `precise` (half-width 0.75 SD of the chosen
+    method's run values, the width design). Analysed with the chosen method's pilot runs
+    counted, and without them (``analyse_from``). A/A and +2 %.
     """
     rows = []
-    conditions = {
-        "quiet (duet SD 2x seqn's)": (0.01, 0.02),
-        "noisy (duet SD 1/5 of seqn's)": (0.03, 0.006),
-    }
-    rule = StopRule.create(until=Goal.DECIDED, threshold=0.0, min_runs=3, max_runs=RUNS)
-    for label, (sd_seqn, sd_duet) in conditions.items():
-        for change in (0.0, 0.02):
-            rng = np.random.default_rng(seed)
-            seed += 1
-            delta = np.log1p(change)
-            seqn = delta + rng.standard_normal((n, RUNS)) * sd_seqn
-            duet = delta + rng.standard_normal((n, RUNS)) * sd_duet
-            pick_duet = np.empty(n, dtype=bool)
-            for e in range(n):
-                c = choose_method(
-                    {"seqn": seqn[e, :PILOT_RUNS], "duet": duet[e, :PILOT_RUNS]},
-                    {"seqn": 2.0 * PILOT_RUNS, "duet": 1.0 * PILOT_RUNS},
-                )
-                pick_duet[e] = c.method == "duet"
-            chosen = np.where(pick_duet[:, None], duet, seqn)
-            best = "duet" if sd_duet**2 < 2 * sd_seqn**2 else "seqn"
-            right = (pick_duet if best == "duet" else ~pick_duet).mean()
-            for how, vals in (("with pilot", chosen), ("post-pilot only", chosen[:, PILOT_RUNS:])):
-                st = first_stops(vals, rule)
-                cov = ((st.low <= change) & (change <= st.high)).mean()
-                bias = float(np.mean(st.estimate) - change)
-                alarms = _pct(np.isin(st.verdict, CHANGED).mean()) if change == 0 else "-"
-                rows.append(
-                    [
-                        label,
-                        f"{change * 100:+.0f} %",
-                        how,
-                        _pct(right),
-                        alarms,
-                        _pct(cov),
-                        f"{bias * 100:+.3f} %",
-                    ]
-                )
+    for label, candidates in AUTO_CONDITIONS.items():
+        for model in NOISE_MODELS:
+            for change in (0.0, 0.02):
+                vals = {}
+                for name, kind, run_sd, _cost in candidates:
+                    vals[name] = run_values(
+                        model, n, RUNS, change=change, seed=seed, run_sd=run_sd,
+                        iter_sd=run_sd / 3, method=kind,
+                    )  # fmt: skip
+                    seed += 1
+                cost = {name: c for name, _k, _s, c in candidates}
+                picks = np.empty(n, dtype=object)
+                for e in range(n):
+                    c = choose_method(
+                        {m: v[e, :PILOT_RUNS] for m, v in vals.items()},
+                        {m: cost[m] * PILOT_RUNS for m in vals},
+                    )
+                    picks[e] = c.method
+                chosen = np.stack([vals[str(picks[e])][e] for e in range(n)])
+                score = {m: float(np.var(v)) * cost[m] for m, v in vals.items()}
+                best = min(score.values())
+                # the alike duets' scores differ only by sampling: within 10 % counts as best
+                right = np.mean([score[str(m)] <= best * 1.1 for m in picks])
+                sd = float(np.std(chosen))
+                for goal in ("decided", "precise"):
+                    for how, v in (("with pilot", chosen), ("post-pilot", chosen[:, PILOT_RUNS:])):
+                        # counted, the pilot is the first look: the choice comes after it
+                        first = PILOT_RUNS if how == "with pilot" else 3
+                        rule = (
+                            StopRule.create(
+                                until=Goal.DECIDED, threshold=0.0, min_runs=first, max_runs=RUNS
+                            )
+                            if goal == "decided"
+                            else StopRule.create(
+                                until=Goal.PRECISE,
+                                precision=0.75 * sd,
+                                min_runs=first,
+                                max_runs=RUNS,
+                            )  # fmt: skip
+                        )
+                        st = first_stops(v, rule)
+                        truth = np.log1p(change)
+                        cov = ((np.log1p(st.low) <= truth) & (truth <= np.log1p(st.high))).mean()
+                        alarms = np.isin(st.verdict, CHANGED).mean() if change == 0 else None
+                        extra = st.runs - (0 if how == "post-pilot" else PILOT_RUNS)
+                        rows.append(
+                            [
+                                label, model, goal, f"{change * 100:+.0f} %", how, _pct(right),
+                                "-" if alarms is None else _pct(alarms), _pct(cov),
+                                f"{float(np.mean(st.estimate) - change) * 100:+.3f} %",
+                                f"{float(np.mean(np.maximum(extra, 0))):.1f}",
+                            ]
+                        )  # fmt: skip
     return rows
 
 
@@ -235,12 +272,15 @@ def main() -> None:
     print(f"\n## method auto: choice on {PILOT_RUNS} pilot runs each, {n} experiments per row\n")
     head = [
         "condition",
+        "noise",
+        "goal",
         "true change",
         "analysed",
-        "better method chosen",
+        "best method chosen",
         "false alarms",
         "coverage",
         "bias",
+        "runs after the pilot",
     ]
     print(_table(head, auto_choice(n, args.seed + 300)))
     print(
