@@ -333,7 +333,8 @@ def test_duet_plan_and_run_check_this_hosts_cpus(tmp_path):
 
 def test_run_experiment_checks_the_cpus_before_anything_runs(tmp_path):
     exp = loads_config(
-        NATIVE.replace("'true'", f"touch {tmp_path / 'ran'}") + f"    cpus: [{_usable_cpu()}, {_missing_cpu()}]\n",
+        NATIVE.replace("'true'", f"touch {tmp_path / 'ran'}")
+        + f"    cpus: [{_usable_cpu()}, {_missing_cpu()}]\n",
         tmp_path / "duet.yml",
     )
     with pytest.raises(ConfigError, match="not usable on host"):
