@@ -316,8 +316,9 @@ def unique(prefix: str) -> str:
 def placed(data: dict[str, Any]) -> dict[str, Any]:
     """A run.json written now without the keys records of before lack: `placement` (issue
     15), right after `all_cores_busy`, pinned or shared; `other_load` after it (the
-    local executor's measure of other work on the host: CPUs, execute/loadwatch.py); and
-    each local side's `cpu_s` (the CPU time it used, execute/driver.py)."""
+    local executor's measure of other work on the host: CPUs, execute/loadwatch.py);
+    each local side's `cpu_s` (the CPU time it used, execute/driver.py); and, for a shared
+    duet's side seen running, `ran_on` (where it ran, execute/cpuwatch.py)."""
     keys = list(data)
     assert data["placement"] in ("pinned", "shared")
     assert keys[keys.index("all_cores_busy") + 1] == "placement"
@@ -336,7 +337,10 @@ def placed(data: dict[str, Any]) -> dict[str, Any]:
             assert side["cpu_s"] >= 0, side
         elif "cpu_s" in side:  # a side stopped or failed mid-run: measured when it could be
             assert side["cpu_s"] >= 0, side
-        sides[name] = {k: v for k, v in side.items() if k != "cpu_s"}
+        if "ran_on" in side:  # only the sides of a shared duet are watched
+            assert data["placement"] == "shared" and data["method"] != "seqn", data
+            assert all(c.isdigit() and n >= 1 for c, n in side["ran_on"].items()), side
+        sides[name] = {k: v for k, v in side.items() if k not in ("cpu_s", "ran_on")}
     if "sides" in out:
         out["sides"] = sides
     return out

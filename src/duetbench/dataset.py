@@ -39,6 +39,9 @@ class RunFlags:
     runs: int = 0
     #: the unbalanced runs, left out of the analysis: (share A, share B, other CPUs) each
     unbalanced: tuple[tuple[float, float, float], ...] = ()
+    #: shared duets whose sides ran on the same two CPUs in every usable run (at least
+    #: SAME_CPUS_RUNS): (A's CPU, B's CPU); () otherwise (records.RunRecord.main_cpus)
+    same_cpus: tuple[int, ...] = ()
 
 
 def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
@@ -52,6 +55,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
     placed: dict[tuple[str, str], set[str]] = {}
     loads: dict[tuple[str, str], list[tuple[float, float]]] = {}
     unbalanced: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    mains: dict[tuple[str, str], list[tuple[int, int] | None]] = {}
     for _rid, run in store.runs():
         if run is None or run.status not in USABLE_STATUSES:
             continue
@@ -61,12 +65,14 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         unsync[key] = unsync.get(key, 0) + int(run.unsynchronised)
         if run.placement:
             placed.setdefault(key, set()).add(run.placement)
+        mains.setdefault(key, []).append(run.main_cpus)
         load = run.other_load_cpus
         if load is not None:
             loads.setdefault(key, []).append(load)
         if run.unbalanced and leaves_out_unbalanced():
             shares = run.cpu_shares
             unbalanced.setdefault(key, []).append((shares["A"], shares["B"], run.other_cpus or 0.0))
+    same = {k: _same_cpus(m) for k, m in mains.items()}
     return {
         k: RunFlags(
             busy[k],
@@ -75,10 +81,23 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
             tuple(loads.get(k, ())),
             runs[k],
             tuple(unbalanced.get(k, ())),
+            same[k],
         )
         for k in busy
-        if busy[k] or unsync[k] or placed.get(k) or loads.get(k) or unbalanced.get(k)
+        if busy[k] or unsync[k] or placed.get(k) or loads.get(k) or unbalanced.get(k) or same[k]
     }
+
+
+#: usable runs, all on the same two CPUs, from which a shared duet gets the `same_cpus` note
+SAME_CPUS_RUNS = 4
+
+
+def _same_cpus(mains: list[tuple[int, int] | None]) -> tuple[int, ...]:
+    """(A's CPU, B's CPU) when every run ran its sides apart on those same two CPUs."""
+    if len(mains) < SAME_CPUS_RUNS or any(m is None for m in mains) or len(set(mains)) != 1:
+        return ()
+    first = mains[0]
+    return tuple(first) if first is not None else ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -81,6 +81,9 @@ class SideRecord:
     clock: str | None = None  # container executor, built-in harness: the clock it used
     #: local executor: CPU seconds of the side's workload from its go to its end
     cpu_s: float | None = None
+    #: local executor, shared duets: CPU -> samples of the side's running processes
+    #: there (execute/cpuwatch.py); None when not watched
+    ran_on: Mapping[int, int] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know
 
     _KEYS = (
@@ -101,6 +104,7 @@ class SideRecord:
         "container",
         "clock",
         "cpu_s",
+        "ran_on",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -126,6 +130,8 @@ class SideRecord:
             out["clock"] = self.clock
         if self.cpu_s is not None:
             out["cpu_s"] = self.cpu_s
+        if self.ran_on is not None:
+            out["ran_on"] = {str(cpu): n for cpu, n in self.ran_on.items()}
         out.update(self.extra)
         return out
 
@@ -150,8 +156,31 @@ class SideRecord:
             container=_optional_mapping(d, "container"),
             clock=_take(d, "clock", str, None),
             cpu_s=cpu_seconds(d),
+            ran_on=_cpu_counts(d.get("ran_on")),
             extra={k: v for k, v in d.items() if k not in cls._KEYS},
         )
+
+
+def main_cpu(ran_on: Mapping[int, int] | None) -> int | None:
+    """The CPU a side was seen on in most samples (None: not seen, or no single one)."""
+    if not ran_on:
+        return None
+    most = max(ran_on.values())
+    top = [cpu for cpu, n in ran_on.items() if n == most]
+    return top[0] if len(top) == 1 else None
+
+
+def _cpu_counts(v: Any) -> dict[int, int] | None:
+    """A side's ``ran_on`` ({"0": samples, ...}); None when absent or not of that shape
+    (it only feeds a note, so a damaged one is ignored, never an error)."""
+    if not isinstance(v, Mapping):
+        return None
+    out: dict[int, int] = {}
+    for cpu, n in v.items():
+        if not (isinstance(cpu, str) and cpu.isdigit()) or type(n) is not int or n < 0:
+            return None
+        out[int(cpu)] = n
+    return out or None
 
 
 def cpu_seconds(d: Mapping[str, Any]) -> float | None:
@@ -419,6 +448,16 @@ class RunRecord:
         timings are left out of the analysis (docs/statistics.md, section Notes)."""
         imb = self.imbalance
         return imb is not None and abs(imb) > UNBALANCED_SHARE
+
+    @property
+    def main_cpus(self) -> tuple[int, int] | None:
+        """(A's CPU, B's CPU): where each side of a shared duet ran most, when they ran
+        apart (``ran_on``, execute/cpuwatch.py); None otherwise."""
+        a, b = self.sides.get("A"), self.sides.get("B")
+        if a is None or b is None:
+            return None
+        ca, cb = main_cpu(a.ran_on), main_cpu(b.ran_on)
+        return (ca, cb) if ca is not None and cb is not None and ca != cb else None
 
     @property
     def finished(self) -> bool:

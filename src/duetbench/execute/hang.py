@@ -40,13 +40,21 @@ class CpuProbe(Protocol):
         ...
 
 
-def _ticks(pid: int) -> int | None:
-    """utime + stime + cutime + cstime of ``pid`` (clock ticks), None when it is gone."""
+def stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after ``(comm)`` (which may hold spaces and
+    parentheses): state is [0], pgrp [2], utime [11], processor [36]; None when gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _ticks(pid: int) -> int | None:
+    """utime + stime + cutime + cstime of ``pid`` (clock ticks), None when it is gone."""
+    fields = stat_fields(pid)
+    if fields is None:
+        return None
     try:
         return sum(int(x) for x in fields[11:15])
     except (ValueError, IndexError):

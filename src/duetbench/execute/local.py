@@ -19,9 +19,10 @@ from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
 from ..records import UNSYNCHRONISED, RunRecord, SideRecord, cpu_seconds, unsynchronised
 from ..schema import Method, RunStatus, SideStatus
+from .cpuwatch import CpuWatch
 from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
-from .placement import resolve_placement
+from .placement import SHARED, resolve_placement
 
 ReadyTimeout = 120.0
 #: harnesses whose sides get the pyperf shim in a sduet (docs/sync.md, "pyperf scripts as they are")
@@ -174,6 +175,7 @@ class LocalExecutor:
         side_info: dict[str, dict[str, Any]] = {}
         interrupted: BaseException | None = None
         load = None
+        cpu_watch: CpuWatch | None = None
         try:
             self.before_launch(spec, run_dir)
             if self.measures_other_load:
@@ -216,7 +218,9 @@ class LocalExecutor:
             # 3. wait, with the timeout
             deadline = time.monotonic() + spec.timeout if spec.timeout else None
             watch = self._hang_watch(spec, drivers)
-            stopped = self._wait(drivers, deadline, coordinator, side_info, watch)
+            if spec.is_duet and placement.kind == SHARED:
+                cpu_watch = CpuWatch({name: proc.pid for name, proc in drivers.items()})
+            stopped = self._wait(drivers, deadline, coordinator, side_info, watch, cpu_watch)
             if stopped == RunStatus.TIMEOUT:
                 status = RunStatus.TIMEOUT
                 message = f"timeout after {spec.timeout:g} s; both sides stopped"
@@ -244,6 +248,9 @@ class LocalExecutor:
             if coordinator is not None:
                 sync = {"go_count": len(coordinator.go_times_ns)}
                 coordinator.close()
+            if cpu_watch is not None:
+                for name, info in side_info.items():
+                    info["ran_on"] = cpu_watch.ran_on(name)
             try:
                 sides, problems = self._finish_sides(spec, side_info, drivers)
             finally:
@@ -362,10 +369,13 @@ class LocalExecutor:
         coordinator: Any,
         side_info: dict[str, dict[str, Any]],
         watch: HangWatch | None = None,
+        cpu_watch: CpuWatch | None = None,
     ) -> str | None:
         """Wait for every side to end; RunStatus.TIMEOUT or the hung message when stopped early."""
         pending = dict(drivers)
         while pending:
+            if cpu_watch is not None:
+                cpu_watch.tick()
             for name, proc in list(pending.items()):
                 if proc.poll() is not None:
                     side_info[name]["exit_ns"] = time.time_ns()
@@ -455,6 +465,7 @@ class LocalExecutor:
                 iterations=res.get("iterations"),
                 filler=res.get("filler", 0),
                 cpu_s=self.side_cpu(res),
+                ran_on=info.get("ran_on"),
                 message=message,
                 result_files=tuple(collected),
                 missing_results=tuple(missing),

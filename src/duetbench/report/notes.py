@@ -166,6 +166,19 @@ def row_warnings(
             )
     if flags is not None and flags.unbalanced:
         out.append(("unbalanced", _unbalanced_sentence(name, flags)))
+    if flags is not None and flags.same_cpus:
+        a, b = flags.same_cpus
+        out.append(
+            (
+                "same_cpus",
+                f"{name}: in all {flags.runs} runs A ran on CPU {a} and B on CPU {b} (placement "
+                "shared, the scheduler's choice), so a difference between those two CPUs "
+                "cannot be told apart from one between A and B -- virtual CPUs can differ by "
+                'tens of percent for seconds at a time (docs/performance.md, "Unequal '
+                'virtual CPUs"); with `cpus: pinned` each side gets each CPU in half the '
+                "runs (docs/statistics.md, section Notes)",
+            )
+        )
     return out
 
 
