@@ -141,10 +141,6 @@ def _check_plan_size(exp: Experiment, doc: LocatedYaml) -> None:
 ONE_CPU_HARNESSES = frozenset({"generic"})
 
 
-def _harness_name(harness: str) -> str:
-    return "built-in" if harness == "command" else harness
-
-
 def _check_one_cpu_duets(exp: Experiment, doc: LocatedYaml) -> None:
     """A duet on a one-CPU list: both sides take turns on that CPU, and a wall-clock
     measure counts the other side's turns too -- a silently wrong ratio."""
@@ -155,10 +151,11 @@ def _check_one_cpu_duets(exp: Experiment, doc: LocatedYaml) -> None:
             continue
         if bench.harness in ONE_CPU_HARNESSES:
             continue
+        harness = "built-in" if bench.harness == "command" else bench.harness
         raise located_error(
             doc,
             f"benchmark '{bench.name}' runs {' and '.join(duets)} on CPU {cpus[0]} alone: "
-            f"both sides would take turns on it, and the {_harness_name(bench.harness)} harness times "
+            f"both sides would take turns on it, and the {harness} harness times "
             "wall-clock, which then counts the other side's turns too. List two CPUs (one "
             "per side), or drop the duet repetitions; only a harness that reports CPU time "
             "(harness: generic) may share one CPU (docs/config.md, `cpus`).",

@@ -6,8 +6,8 @@ seconds at a time (docs/performance.md, section Placement, "Unequal virtual CPUs
 A ran on one CPU and B on the other in every run, such a difference cannot be told
 apart from one between A and B, and the verdict notes say so (docs/statistics.md,
 section Notes, `same_cpus`). The executor's wait loop calls :meth:`CpuWatch.tick`; every
-``period`` seconds it reads ``/proc`` once and counts, per side, the CPU of each of its
-running (state R) processes -- every process of the side's process group.
+``period`` seconds it counts, per side, the CPU of each of its running (state R)
+processes -- the processes of the side's process group, found by scanning ``/proc``.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ class CpuWatch:
 
     /proc is scanned for the sides' processes at the first look, then after 0.2, 0.4,
     0.8 ... seconds and at most every ``scan`` seconds; in between only the processes
-    found are looked at. A long-lived workload
-    (an external harness, a JVM) is followed all along; the built-in harness's
-    process per iteration is seen when a scan finds it, and until it ends."""
+    found are looked at. A long-lived workload (an external harness, a JVM) is followed
+    all along; the built-in harness's process per iteration is seen when a scan finds
+    it, and until it ends."""
 
     def __init__(
         self, groups: Mapping[str, int], period: float = WATCH_PERIOD, scan: float = SCAN_PERIOD
