@@ -12,7 +12,16 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from duetbench.adaptive import Design, Goal, Outcome, StopReason, StopRule, decide, first_stops
+from duetbench.adaptive import (
+    Design,
+    Goal,
+    Outcome,
+    StopReason,
+    StopRule,
+    decide,
+    first_stops,
+    with_first_look,
+)
 from duetbench.adaptive.auto import choose_method
 from duetbench.adaptive.boundaries import (
     group_sequential_multiplier,
@@ -472,7 +481,8 @@ def test_power_plan_detects_the_change_by_simulation() -> None:
 def test_auto_picks_the_best_precision_per_machine_second() -> None:
     vals = {"seqn": _values(0.0, 0.02, 5), "sduet": _values(0.0, 0.005, 5)}
     c = choose_method(vals, {"seqn": 100.0, "sduet": 50.0})
-    assert c.method == "sduet" and c.analyse_from == 5
+    # the pilot counts; the rule first looks once as many runs follow it
+    assert c.method == "sduet" and c.analyse_from == 0 and c.first_look == 10
     assert c.scores["sduet"] == pytest.approx(0.005**2 * 10.0)
     # a duet twice as noisy per run but at half the cost still loses to seqn
     vals = {"seqn": _values(0.0, 0.01, 5), "sduet": _values(0.0, 0.03, 5)}
@@ -484,9 +494,24 @@ def test_auto_recheck_keeps_the_method_unless_clearly_better() -> None:
     vals = {"seqn": _values(0.0, 0.010, 9), "aduet": _values(0.0, 0.009, 5)}
     secs = {"seqn": 90.0, "aduet": 50.0}
     c = choose_method(vals, secs, current="seqn")
-    assert c.method == "seqn" and c.analyse_from == 5  # aduet better, but not 2x
+    assert c.method == "seqn" and c.analyse_from == 0  # aduet better, but not 2x
+    assert c.first_look == 10
     vals["aduet"] = _values(0.0, 0.003, 5)
     switched = choose_method(vals, secs, current="seqn")
+    # a switch leaves the runs that showed the new method better out
     assert switched.method == "aduet" and switched.analyse_from == 5
+    assert switched.first_look == 0
     with pytest.raises(AnalysisError, match="pilot run"):
         choose_method({"seqn": [0.1, 0.2]}, {"seqn": 1.0})
+
+
+def test_a_counted_pilot_is_looked_at_first_with_as_many_runs_after_it() -> None:
+    """A tight pilot alone never stops the rule: the first look waits for 10 runs."""
+    rule = StopRule.create(until=Goal.PRECISE, precision=0.05, max_runs=30)
+    tight = _values(0.0, 0.001, 9)
+    assert decide(tight, rule).stop  # the rule alone would stop at 9 runs
+    late = with_first_look(rule, 10)
+    assert late.min_runs == 10 and not decide(tight, late).stop
+    assert decide(_values(0.0, 0.001, 10), late).stop
+    assert with_first_look(rule, 2) is rule  # never earlier than the rule's own min_runs
+    assert with_first_look(StopRule.create(max_runs=8), 10).min_runs == 8

@@ -22,6 +22,7 @@ from .rules import (
     first_stops,
     outcomes,
     runs_to_reach,
+    with_first_look,
 )
 from .sequential import Design, Intervals, look_multipliers, running_intervals
 from .values import paired_runs, run_level_values
@@ -52,6 +53,7 @@ __all__ = [
     "plan_for_precision",
     "repetition_seconds",
     "run_level_values",
+    "with_first_look",
     "running_intervals",
     "runs_to_reach",
 ]

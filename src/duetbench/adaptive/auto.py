@@ -4,9 +4,12 @@ After interleaved pilot runs of every candidate method (seqn and the duets) on a
 benchmark, the score of a method is the variance of its run values times the machine
 seconds of one of its repetitions -- the variance of the mean after one machine-second,
 lower is better. The choice depends on spreads and costs only, never on the estimated
-change, and the runs that made it are left out of the analysis of the chosen method
-(``analyse_from``): selecting on a pilot's low spread would otherwise make the interval
-too narrow (measured in benchmarks/adaptive_study.py, docs/adaptive.md).
+change. The chosen method's pilot runs count in its analysis, but its stopping rule
+first looks once it has as many runs after the pilot as in it (``first_look``):
+selecting on a pilot's low spread and stopping on it at once would make the interval
+too narrow; with the pilot diluted by as many fresh runs it is not (measured in
+benchmarks/adaptive_study.py, docs/adaptive.md, "Choosing the method"). A later switch
+to another method leaves that method's earlier runs out (``analyse_from``).
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ class MethodChoice:
 
     ``scores``: variance of the mean per machine-second of each method (log scale^2 x s);
     ``half_width_per_hour``: relative half-width of a 95 % interval after one machine-hour;
-    ``analyse_from``: run values of the chosen method before this position are pilot
-    runs and stay out of its analysis.
+    ``analyse_from``: run values of the chosen method before this position stay out of
+    its analysis (the runs before a switch); ``first_look``: the fewest analysed runs at
+    which its stopping rule may stop (twice the pilot when the pilot counts; 0: the
+    rule's own ``min_runs``).
     """
 
     method: str
@@ -43,6 +48,7 @@ class MethodChoice:
     runs: dict[str, int]
     analyse_from: int
     explanation: str
+    first_look: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -51,6 +57,7 @@ class MethodChoice:
             "half_width_per_hour": dict(self.half_width_per_hour),
             "runs": dict(self.runs),
             "analyse_from": self.analyse_from,
+            "first_look": self.first_look,
             "explanation": self.explanation,
         }
 
@@ -91,9 +98,11 @@ def choose_method(
     if current is not None and current in scores and current != best:
         if scores[best] * margin > scores[current]:
             best = current
-    # a switch starts the new method's analysis at its next run: the runs that
-    # showed it better stay out, as the pilot's do
-    start = pilot_runs if current is None or best == current else runs[best]
+    # the first choice (and keeping it) counts the pilot, looking first at twice its
+    # runs; a switch starts the new method's analysis at its next run: the runs that
+    # showed it better stay out
+    start = 0 if current is None or best == current else runs[best]
+    first_look = 2 * pilot_runs if start == 0 else 0
     per_hour = {m: math.expm1(1.959964 * math.sqrt(s / 3600.0)) for m, s in scores.items()}
     ranked = sorted(scores, key=lambda m: (scores[m], m))
     others = ", ".join(f"{m} +-{per_hour[m] * 100:.2g} %" for m in ranked if m != best)
@@ -102,4 +111,4 @@ def choose_method(
         + (f" (against {others})" if others else "")
         + f", from {runs[best]} runs"
     )
-    return MethodChoice(best, scores, per_hour, runs, start, text)
+    return MethodChoice(best, scores, per_hour, runs, start, text, first_look)

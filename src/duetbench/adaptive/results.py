@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .rules import StopRule, decide
+from .rules import StopRule, decide, with_first_look
 from .values import run_level_values
 
 __all__ = ["adaptive_rows", "explain", "stop_entries"]
@@ -87,8 +87,10 @@ def adaptive_rows(
         if stopped == "not chosen":  # method auto: another method measured this benchmark
             drop.append(i)
             continue
-        rule = _rule(entry)
-        start = int(entry.get("analyse_from") or 0)  # method auto: the pilot runs stay out
+        # method auto: runs before a switch stay out; the pilot counts, first looked at
+        # with as many runs after it
+        rule = with_first_look(_rule(entry), int(entry.get("first_look") or 0))
+        start = int(entry.get("analyse_from") or 0)
         d = decide(np.asarray(vals)[start:], rule, seconds=float(entry.get("seconds") or 0.0))
         out.at[i, "change"] = d.estimate
         out.at[i, "ci_low"] = d.low if np.isfinite(d.low) else np.nan

@@ -405,6 +405,15 @@ class Stops:
     intervals: Intervals
 
 
+def with_first_look(rule: StopRule, first_look: int) -> StopRule:
+    """``rule`` checking its goal from ``first_look`` runs on, if that is later than its
+    own ``min_runs`` (method auto: a counted pilot, adaptive/auto.py), at most at
+    ``max_runs``."""
+    if first_look <= rule.min_runs:
+        return rule
+    return replace(rule, min_runs=min(first_look, rule.max_runs))
+
+
 def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool | None = None) -> Stops:
     """Stop of every row of ``values`` (sequences x runs) under ``rule`` (no budget).
 

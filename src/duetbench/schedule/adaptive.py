@@ -47,7 +47,8 @@ class _State:
     decisions: dict[str, Any] = field(default_factory=dict)  # table benchmark -> Decision
     stopped: str | None = None  # the stop reason once stopped
     skipped: list[str] = field(default_factory=list)
-    analyse_from: int = 0  # method auto: values before this are pilot runs (left out)
+    analyse_from: int = 0  # method auto: values before this are left out (a switch)
+    first_look: int = 0  # method auto: the fewest analysed runs its rule may stop at
     next_rep: int = 0  # runs are taken in repetition order (a cluster finishes them out of order)
     waiting: dict[int, list[tuple[RunSpec, RunRecord]]] = field(default_factory=dict)
 
@@ -79,6 +80,11 @@ class StopTracker:
             key: _State(s, StopRule.create(**s.rule_kwargs())) for key, s in stops.items()
         }
         self.autos: dict[str, _Auto] = {}
+        #: run ids the plan has passed: observed, or skipped as their method had stopped
+        self._done: set[str] = set()
+        self._runs_of: dict[str, set[str]] = {}  # stop key -> its planned run ids
+        for spec in plan:
+            self._runs_of.setdefault(stop_key(spec.benchmark, spec.method), set()).add(spec.run_id)
 
     @classmethod
     def for_experiment(cls, store: ResultsStore, exp: Any, plan: list[RunSpec]) -> StopTracker:
@@ -170,6 +176,7 @@ class StopTracker:
                 st = self.states[stop_key(bench, m)]
                 if m == choice.method:
                     st.stopped, st.analyse_from = None, choice.analyse_from
+                    st.first_look = choice.first_look
                 elif st.stopped is None:
                     st.stopped = "not chosen"
             auto.chosen = choice.method
@@ -199,9 +206,9 @@ class StopTracker:
         }
 
     def _decide(self, st: _State) -> bool:
-        from ..adaptive import StopReason, decide
+        from ..adaptive import StopReason, decide, with_first_look
 
-        rule = st.rule
+        rule = with_first_look(st.rule, st.first_look)
         for bench, vals in st.values.items():
             st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
         per_rep = st.seconds / st.reps if st.reps else 0.0
@@ -243,6 +250,7 @@ class StopTracker:
                 },
                 "skipped": sorted(st.skipped),
                 "analyse_from": st.analyse_from,
+                "first_look": st.first_look,
             }
             auto = self.autos.get(bench)
             if auto is not None:
