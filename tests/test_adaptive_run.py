@@ -272,3 +272,35 @@ def test_a_cluster_run_decides_in_plan_order_as_resume_replays_it(tmp_path: Path
         for b, d in v["decisions"].items():
             assert {f: d[f] for f in keep} == {f: replayed[key]["decisions"][b][f] for f in keep}
 
+
+def test_a_method_auto_switches_to_gets_a_stop_when_the_plan_has_no_run_left_for_it(
+    tmp_path: Path,
+) -> None:
+    """A re-check may switch to a method whose later planned runs the plan had already
+    passed (skipped while it was not the choice); it still gets a stop reason when its
+    last planned run is behind, instead of staying `running` forever (seen once in 8
+    runs of the test above on a loaded machine)."""
+    from duetbench.plan import make_plan
+    from duetbench.schedule.adaptive import StopTracker, stop_key
+
+    cfg = tmp_path / "auto.yml"
+    cfg.write_text(
+        "experiment:\n  name: auto\n  methods: auto\n"
+        "  stop: {until: decided, threshold: 5%, max_runs: 8}\n"
+        "benchmarks:\n  b: {command: 'true'}\n"
+    )
+    exp = load_config(cfg)
+    plan = make_plan(exp)
+    tracker = StopTracker.for_experiment(None, exp, plan)  # type: ignore[arg-type]
+    aduet = tracker.states[stop_key("b", "aduet")]
+    aduet.stopped, aduet.reps = "not chosen", 5  # after the pilot, another method chosen
+    for spec in plan:
+        if spec.method == "aduet" and spec.rep < 5:
+            tracker._done.add(spec.run_id)  # its pilot, observed
+        elif spec.method == "aduet":
+            assert tracker.skips(spec)  # the plan passes its remaining runs
+    aduet.stopped = None  # a re-check switches to it: no run of it is left to come
+    assert tracker._decide(aduet) and aduet.stopped == "max_runs"
+    sduet = tracker.states[stop_key("b", "sduet")]
+    sduet.reps = 5
+    assert not tracker._decide(sduet) and sduet.stopped is None  # its runs 5-7 are to come

@@ -110,6 +110,7 @@ class StopTracker:
         st = self.states.get(stop_key(spec.benchmark, spec.method))
         if st is None or st.stopped is None:
             return False
+        self._done.add(spec.run_id)
         if spec.run_id not in st.skipped:
             st.skipped.append(spec.run_id)
         return True
@@ -120,6 +121,7 @@ class StopTracker:
         Runs are taken in repetition order: one that finishes before an earlier
         repetition of its benchmark x method (on a cluster) waits for it, so the
         decisions are those of the plan's order, as ``--resume`` replays them."""
+        self._done.add(spec.run_id)
         st = self.states.get(stop_key(spec.benchmark, spec.method))
         if st is None or st.stopped is not None:
             return False
@@ -212,7 +214,7 @@ class StopTracker:
         for bench, vals in st.values.items():
             st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
         per_rep = st.seconds / st.reps if st.reps else 0.0
-        if st.reps >= rule.max_runs:  # the planned repetitions (the pilot's included)
+        if st.reps >= rule.max_runs or self._ran_out(st):  # the planned repetitions
             reason = StopReason.MAX_RUNS
         elif rule.budget_s is not None and st.reps and st.seconds + per_rep > rule.budget_s:
             reason = StopReason.BUDGET
@@ -223,6 +225,12 @@ class StopTracker:
             return False
         st.stopped = str(reason)
         return True
+
+    def _ran_out(self, st: _State) -> bool:
+        """No planned run of ``st`` is left to come: method auto switched to it after the
+        plan had passed some of its runs (skipped while another method was the choice)."""
+        key = next(k for k, v in self.states.items() if v is st)
+        return not st.waiting and self._runs_of.get(key, set()) <= self._done
 
     def document(self) -> dict[str, Any]:
         """stops.json: per benchmark x method its rule, runs, seconds, decision(s), skips."""
