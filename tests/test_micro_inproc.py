@@ -34,10 +34,15 @@ def rows_of(done: subprocess.CompletedProcess[str]) -> dict[str, dict]:
 
 
 def test_known_ratios_and_a_a_in_one_process(known: Path) -> None:
-    """2x within 3 % and A/A `same`, with the inproc default statistic (the median of
-    the pairs). The 2x is bench_known.py's `bench_100us`, a file target importing
-    `knownver` at its top: loaded once per side, each with its own `knownver`."""
-    common = ("--a-path", "v_a", "--b-path", "v_b", "--method", "inproc", "--runs", "6")
+    """2x within 3 % and A/A `same` against a 1 % practical threshold, with the inproc
+    default statistic (the median of the pairs). The 2x is bench_known.py's
+    `bench_100us`, a file target importing `knownver` at its top: loaded once per side,
+    each with its own `knownver`. The A/A pair is two copies of one function, in two
+    modules: their code lies at different addresses, and inproc's intervals (+-0.1 %)
+    can see that -- a CI run read +0.087 % with an interval excluding 0 -- so without a
+    threshold `slower` would be right about the copies and wrong about the code."""
+    common = ("--a-path", "v_a", "--b-path", "v_b", "--method", "inproc", "--runs", "6",
+              "--threshold", "1%")  # fmt: skip
     x2 = rows_of(
         micro("bench_known.py", "-k", "bench_100us", *common, "--samples", "200",
               "--format", "json", "--name", "x2", cwd=known)
@@ -54,7 +59,7 @@ def test_known_ratios_and_a_a_in_one_process(known: Path) -> None:
     print(f"inproc: 2x read {ratio:.4f}, A/A {rows['aa_100us']['change']:+.4%}")
     assert ratio == pytest.approx(2.0, rel=0.03)
     assert rows["bench_100us"]["verdict"] == "slower"
-    assert rows["aa_100us"]["verdict"] == "same"
+    assert rows["aa_100us"]["verdict"] in ("same", "same (below threshold)")
     assert abs(rows["aa_100us"]["change"]) < 0.01
 
 

@@ -48,6 +48,16 @@ def flag_errors() -> Iterator[None]:
 # ---------------------------------------------------------------------- parsing text
 
 
+def add_threshold(p: argparse.ArgumentParser) -> None:
+    """``--threshold``: the practical threshold of the verdicts (docs/statistics.md)."""
+    p.add_argument(
+        "--threshold",
+        default=f"{_C.threshold:g}",
+        help=f"practical threshold, e.g. 1%% (default {_C.threshold:g}): a change inside "
+        "it is `same (below threshold)`, never `slower`",
+    )
+
+
 def parse_threshold(text: str) -> float:
     """``1%`` or ``0.01`` -> 0.01."""
     t = text.strip()
@@ -185,11 +195,7 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
     )
     _number(p, "--resamples", _C.resamples, "bootstrap resamples (default {})")
     _number(p, "--confidence", _C.confidence, "confidence level (default {})")
-    p.add_argument(
-        "--threshold",
-        default=f"{_C.threshold:g}",
-        help=f"practical threshold, e.g. 1%% (default {_C.threshold:g})",
-    )
+    add_threshold(p)
     if min_overlap:
         _number(
             p, "--min-overlap", _C.min_overlap, "aduet pairing: minimum overlap rate m (default {})"

@@ -96,9 +96,10 @@ def compare_rows(
     return rows.sort_values(["benchmark", "method"], kind="stable", ignore_index=True), opts
 
 
-def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
+def render_verdicts(root: Path, fmt: str, run_stat: str | None, threshold: float = 0.0) -> bool:
     """Print the verdict table of results directory ``root`` in ``fmt`` (table, json,
-    markdown) with `duet compare`'s defaults; True when a verdict is 'slower'."""
+    markdown) with `duet compare`'s defaults and ``threshold``; True when a verdict is
+    'slower'."""
     from ..dataset import open_dataset
     from ..options import CompareOptions
     from ..report.json_docs import compare_doc, dumps
@@ -108,7 +109,9 @@ def render_verdicts(root: Path, fmt: str, run_stat: str | None) -> bool:
     from ._output import write_output
 
     dataset = open_dataset(root)
-    opts = CompareOptions.create(seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat)
+    opts = CompareOptions.create(
+        seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat, threshold=threshold
+    )
     rows, opts = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
     rows = with_adaptive(rows, dataset, opts)
     if fmt == "json":

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import ExitCode
 from ..options import RUN_STATS
+from ._options import add_threshold, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -105,6 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how a run's samples are summarized (default for micro benchmarks: min, "
         "docs/micro.md, 'Statistics')",
     )
+    add_threshold(p)
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )
@@ -129,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from .compare import render_verdicts
     from .run import runs_not_ok
 
+    threshold = parse_threshold(args.threshold)  # a bad one is refused before any run
     request = MicroRequest.create(
         target=args.target,
         asv=args.asv,
@@ -158,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
-    regression = render_verdicts(summary.root, args.format, args.run_stat)
+    regression = render_verdicts(summary.root, args.format, args.run_stat, threshold)
     bad = runs_not_ok(summary.root, exp, None)
     if bad:
         from ..report.progress import print_runs_not_ok
