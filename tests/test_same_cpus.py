@@ -26,12 +26,10 @@ from duetbench.report.notes import row_warnings
 BUSY = "import time\ne = time.process_time() + 0.6\nwhile time.process_time() < e:\n    pass\n"
 
 
-def test_a_shared_duet_records_where_each_side_ran(tmp_path: Path) -> None:
+def test_a_shared_duet_records_where_each_side_ran(tmp_path: Path, write_config) -> None:
     """Real runs: every duet side was seen on CPUs of this host; seqn runs are not watched."""
-    busy = tmp_path / "busy.py"
-    busy.write_text(BUSY)
-    cfg = tmp_path / "duet.yml"
-    cfg.write_text(
+    busy = write_config(BUSY, "busy.py")
+    cfg = write_config(
         "experiment: {name: t, seed: 4, repetitions: {aduet: 2, seqn: 1}}\n"
         "defaults: {iterations: 1, warmup: 0, cpus: shared}\n"
         f"benchmarks:\n  b:\n    command: python3 '{busy}'\n"

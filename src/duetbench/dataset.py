@@ -94,10 +94,8 @@ SAME_CPUS_RUNS = 4
 
 def _same_cpus(mains: list[tuple[int, int] | None]) -> tuple[int, ...]:
     """(A's CPU, B's CPU) when every run ran its sides apart on those same two CPUs."""
-    if len(mains) < SAME_CPUS_RUNS or any(m is None for m in mains) or len(set(mains)) != 1:
-        return ()
-    first = mains[0]
-    return tuple(first) if first is not None else ()
+    first = mains[0] if len(mains) >= SAME_CPUS_RUNS and len(set(mains)) == 1 else None
+    return first if first is not None else ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..schema import Method
 from .errors import located_error
 from .limits import MAX_RUNS, HostCpus, cpus_message, runs_of_counts, unusable_cpus
 from .model import Experiment
@@ -146,7 +147,7 @@ def _check_one_cpu_duets(exp: Experiment, doc: LocatedYaml) -> None:
     measure counts the other side's turns too -- a silently wrong ratio."""
     for bench in exp.benchmarks:
         cpus = bench.cpus
-        duets = [m for m in ("aduet", "sduet") if bench.reps(m)]
+        duets = [str(m) for m in Method if m.is_duet and bench.reps(m)]
         if isinstance(cpus, str) or len(set(cpus)) != 1 or not duets:
             continue
         if bench.harness in ONE_CPU_HARNESSES:

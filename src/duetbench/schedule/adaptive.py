@@ -40,6 +40,7 @@ class _State:
 
     settings: StopSettings
     rule: Any  # adaptive.StopRule
+    key: str = ""  # stop_key(benchmark, method)
     values: dict[str, list[float]] = field(default_factory=dict)
     seconds: float = 0.0
     reps: int = 0
@@ -77,7 +78,7 @@ class StopTracker:
         self.store = store
         self.plan = plan
         self.states: dict[str, _State] = {
-            key: _State(s, StopRule.create(**s.rule_kwargs())) for key, s in stops.items()
+            key: _State(s, StopRule.create(**s.rule_kwargs()), key) for key, s in stops.items()
         }
         self.autos: dict[str, _Auto] = {}
         #: run ids the plan has passed: observed, or skipped as their method had stopped
@@ -229,8 +230,7 @@ class StopTracker:
     def _ran_out(self, st: _State) -> bool:
         """No planned run of ``st`` is left to come: method auto switched to it after the
         plan had passed some of its runs (skipped while another method was the choice)."""
-        key = next(k for k, v in self.states.items() if v is st)
-        return not st.waiting and self._runs_of.get(key, set()) <= self._done
+        return not st.waiting and self._runs_of.get(st.key, set()) <= self._done
 
     def document(self) -> dict[str, Any]:
         """stops.json: per benchmark x method its rule, runs, seconds, decision(s), skips."""
