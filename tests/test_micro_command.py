@@ -44,15 +44,20 @@ def test_known_2x_measured_with_each_method(known: Path) -> None:
     ratios = {r["method"]: 1 + r["change"] for r in doc["rows"]}
     assert set(ratios) == {"sduet", "aduet", "seqn"}
     print(f"known 2x: {ratios}")
-    # the goal is 3 %; on the project's 2-CPU VM the pinned workers read
-    # 1.79-2.06 (aduet, seqn) and 2.07-2.35 (sduet, before and after its spinning wait)
-    # when quiet: 6 runs are 6 interpreter processes, whose fastest samples differ by
-    # up to 25 % (docs/micro.md, "Measured here"). Asserted is what holds; the goal is
-    # tracked there
-    for method in ("aduet", "seqn"):
-        assert ratios[method] == pytest.approx(2.0, rel=0.15), (method, ratios)
-    assert 1.8 < ratios["sduet"] < 2.5, ratios
+    # the goal is 3 %. With the sides swapping CPUs (docs/micro.md, "Placement")
+    # the duets read 1.96-2.06 in 6 runs on the project's 2-CPU VM, 1.87-2.15 without;
+    # seqn, one process at a time, 1.82-2.10: 6 runs are 6 interpreter processes at
+    # different moments, and a vCPU's speed changes for seconds (docs/micro.md,
+    # "Measured here"). Asserted is what holds with room to spare; the goal is tracked there
+    for method in ("aduet", "sduet"):
+        assert ratios[method] == pytest.approx(2.0, rel=0.08), (method, ratios)
+    assert ratios["seqn"] == pytest.approx(2.0, rel=0.15), ratios
     assert {r["verdict"] for r in doc["rows"]} == {"slower"}
+    # pinned duets took turns on both CPUs (docs/micro.md, "Placement")
+    metas = list((known / "results" / "micro" / "runs").glob("*/*/micro-meta.json"))
+    swaps = [json.loads(m.read_text()).get("cpu_swap") for m in metas]
+    assert len(swaps) == 2 * 2 * 6 + 6 and all(s is None or s["error"] is None for s in swaps)
+    assert sum(s is not None for s in swaps) == 2 * 2 * 6  # the duets; seqn runs one side
     # a normal results directory: duet compare reads it, with the same default
     again = run_duet("compare", str(known / "results" / "micro"), "--format", "json")
     assert again.returncode == 0, again.stderr
@@ -214,6 +219,13 @@ def test_stored_calibration_is_used_instead_of_calibrating(known: Path) -> None:
     assert bench.micro is not None and bench.micro.evaluations == 7
     for _, side in bench.sides:
         assert "--evaluations 7" in side.command and "--samples 4" in side.command
+        # 7 x 150 us a sample: 50 samples are 52 ms, so the 0.1 s floor of a CPU period
+        assert "--swap-every 0.1 " in side.command
+    unswapped = build_experiment(
+        replace(request, cpu_swap=False), stored={"x2_100us": {"A": text, "B": text}}
+    )
+    assert unswapped.benchmarks[0].micro.cpu_swap is False  # type: ignore[union-attr]
+    assert all("--swap-every" not in s.command for _, s in unswapped.benchmarks[0].sides)
 
 
 # ------------------------------------------------------------------ harness: python in duet.yml
@@ -260,6 +272,10 @@ def test_python_benchmarks_and_commands_in_one_experiment(known: Path) -> None:
         ("  f:\n    harness: python\n    A: {path: a}\n", "has no `target` for side A"),
         ("  f:\n    command: ./bench\n    target: m:f\n", "`target` is for `harness: python`"),
         ("  f:\n    command: ./bench\n    A: {python: p}\n", "`A.python` is for `harness: python`"),
+        (
+            "  f:\n    command: ./bench\n    cpu_swap: false\n",
+            "`cpu_swap` is for `harness: python`",
+        ),
     ],
 )
 def test_python_benchmark_config_errors(tmp_path: Path, entry: str, message: str) -> None:

@@ -86,6 +86,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--min-sample-time", default="1ms", help="calibration: shortest sample (default 1ms)"
     )
     p.add_argument("--keep-gc", action="store_true", help="leave the GC on during samples")
+    p.add_argument(
+        "--no-cpu-swap",
+        dest="cpu_swap",
+        action="store_false",
+        help="keep each side on its own CPU for a whole run (default: the two sides swap "
+        "CPUs every 50 samples, docs/micro.md, 'Placement')",
+    )
     p.add_argument("--name", default="micro", help="experiment name (default: micro)")
     p.add_argument("--seed", type=int, default=0, help="seed of the plan (default 0)")
     p.add_argument(
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup_samples,
         min_sample_s=_seconds(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
+        cpu_swap=args.cpu_swap,
         name=args.name,
         seed=args.seed,
     )

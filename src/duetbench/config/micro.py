@@ -24,6 +24,8 @@ DEFAULT_PYTHON = "python3"
 DEFAULT_RUN_TIME_S = 1.0
 #: Keys only a python benchmark takes.
 MICRO_KEYS = ("python", "path", "target", "benchmark")
+#: ... and those a python benchmark takes on the benchmark only
+MICRO_BENCHMARK_KEYS = ("keep_gc", "cpu_swap")
 #: Shown as the side command until the experiment starts and calibrates.
 PLACEHOLDER = "duet-micro-worker (its command is built after calibration, when the run starts)"
 
@@ -40,7 +42,7 @@ def is_micro(m: NativeBenchmark) -> bool:
 def check_not_micro(doc: LocatedYaml, name: str, m: NativeBenchmark, own: dict[str, Any]) -> None:
     """A command benchmark with a python-only key: say which harness takes it."""
     for where, side in (("", m), ("A.", m.A), ("B.", m.B)):
-        for key in MICRO_KEYS:
+        for key in MICRO_KEYS + (MICRO_BENCHMARK_KEYS if not where else ()):
             if side is not None and getattr(side, key) is not None:
                 raise located_error(
                     doc,
@@ -96,6 +98,7 @@ def micro_benchmark_parts(
         samples=m.iterations,
         run_time_s=None if m.iterations else (m.time_budget or DEFAULT_RUN_TIME_S),
         keep_gc=bool(m.keep_gc),
+        cpu_swap=m.cpu_swap is not False,
     )
     a, b = (_placeholder(m, own) for own in (m.A, m.A if aa else m.B))
     return a, b, spec, aa

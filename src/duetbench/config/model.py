@@ -69,6 +69,7 @@ class MicroSpec:
     evaluations: int | None = None  # set from A's calibration
     calibrations: tuple[tuple[str, str], ...] = ()  # (side, Calibration JSON text)
     inproc_command: str | None = None  # method inproc: one worker timing both sides
+    cpu_swap: bool = True  # pinned sides take turns on both CPUs (docs/micro.md, "Placement")
 
     def side(self, pair: str) -> MicroSide:
         return dict(self.sides)[pair]

@@ -250,6 +250,7 @@ class NativeSide(_Strict):
 class NativeBenchmark(NativeSide):
     harness: Text | None = None
     keep_gc: bool | None = None
+    cpu_swap: bool | None = None  # harness: python, pinned sides swap CPUs (docs/micro.md)
     suite: Text | None = None
     repetitions: NativeRepetitions | Count | None = None
     timeout: Duration | None = None

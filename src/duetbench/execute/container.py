@@ -433,6 +433,7 @@ class ContainerExecutor(LocalExecutor):
             if env.get(key):
                 env[key] = os.path.abspath(env[key])
         env["DUET_SYNC_SH"] = SYNC_SH_IN
+        env.pop("DUET_CPU_SWAP", None)  # a pinned container's cpuset holds its own CPU only
         d["env"] = env
         prefix = st.engine("exec")
         for k, v in env.items():

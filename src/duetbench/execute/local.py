@@ -22,7 +22,7 @@ from ..schema import Method, RunStatus, SideStatus
 from .cpuwatch import CpuWatch
 from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
-from .placement import SHARED, resolve_placement
+from .placement import SHARED, Placement, resolve_placement
 
 ReadyTimeout = 120.0
 #: harnesses whose sides get the pyperf shim in a sduet (docs/sync.md, "pyperf scripts as they are")
@@ -197,7 +197,7 @@ class LocalExecutor:
                 info = {"cpus": placement.side_cpus(side), "cwd": cwd, "side_dir": side_dir}
                 side_info[side.name] = info
                 drivers[side.name] = self._start_driver(
-                    spec, side, side_dir, cwd, info["cpus"], run_dir, sync_dir
+                    spec, side, side_dir, cwd, placement, run_dir, sync_dir
                 )
             for name, proc in drivers.items():
                 line = _readline(proc, ReadyTimeout)
@@ -282,10 +282,12 @@ class LocalExecutor:
         side: SideSpec,
         side_dir: Path,
         cwd: str,
-        cpus: list[int],
+        placement: Placement,
         run_dir: Path,
         sync_dir: Path | None,
     ) -> subprocess.Popen[bytes]:
+        cpus = placement.side_cpus(side)
+        cpu_swap = placement.swap_env(spec.sides).get(side.name)
         env = dict(side.env)
         env.update(
             {
@@ -299,6 +301,8 @@ class LocalExecutor:
         )
         if sync_dir is not None:
             env["DUET_SYNC_DIR"] = str(sync_dir)
+        if cpu_swap is not None:
+            env["DUET_CPU_SWAP"] = cpu_swap
         peer = [s.name for s in spec.sides if s.name != side.name]
         driver_spec = {
             "pair": side.name,

@@ -46,6 +46,20 @@ class Placement:
             return list(self.cpus)
         return [self.cpus[side.cpu_slot % len(self.cpus)]]
 
+    def swap_env(self, sides: Sequence[SideSpec]) -> dict[str, str]:
+        """``DUET_CPU_SWAP=own,other`` for each side of a pinned pair on two CPUs, which a
+        side that can move itself uses to take turns on both (docs/config.md, "Environment";
+        duet micro's worker does, docs/micro.md, "Placement"); {} for any other run."""
+        if self.kind != PINNED or len(sides) != 2:
+            return {}
+        own = [self.side_cpus(side) for side in sides]
+        if any(len(cpus) != 1 for cpus in own) or own[0] == own[1]:
+            return {}
+        return {
+            side.name: f"{mine[0]},{theirs[0]}"
+            for side, mine, theirs in zip(sides, own, reversed(own), strict=True)
+        }
+
 
 def resolve_placement(policy: str | Sequence[int], host_cpus: Sequence[int]) -> Placement:
     """The placement of a benchmark with `cpus: policy` on a host whose usable CPUs are ``host_cpus``."""

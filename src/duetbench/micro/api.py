@@ -116,10 +116,12 @@ def worker_command(
     output: str | os.PathLike[str] | None = None,
     cwd: Path | None = None,
     pair: tuple[str, str | None, Sequence[str | os.PathLike[str]]] | None = None,
+    swap_every_s: float | None = None,
 ) -> list[str]:
     """The argv that runs one side: ``[python, worker.py, target, options...]``;
     with ``pair`` = (B's target, benchmark, paths), the argv that times both sides in
-    one process (method inproc).
+    one process (method inproc). ``swap_every_s``: seconds on each CPU of a pinned
+    pair (the worker's ``--swap-every``, docs/micro.md, "Placement").
 
     Relative ``python`` (with a ``/``), file or directory targets and ``paths``
     are made absolute from ``cwd``. Without ``output`` the worker writes to
@@ -137,6 +139,7 @@ def worker_command(
         ("--budget", budget_s),
         ("--warmup", warmup),
         ("--timeout", timeout_s),
+        ("--swap-every", swap_every_s),
     ]
     if settings is not None:
         options += [

@@ -29,6 +29,11 @@ from .calibration import Calibration, Settings
 MIN_SAMPLES_PER_RUN = 10
 #: Seconds a run may take beyond its sampling before it is stopped as timed out.
 RUN_TIMEOUT_SLACK_S = 120.0
+#: Pinned sides swap CPUs every this many samples of the slower side, and at most every
+#: SWAP_MIN_S seconds (docs/micro.md, "Placement"): an asynchronous duet's sides may
+#: disagree about the period for one sample at each swap.
+SWAP_SAMPLES = 50
+SWAP_MIN_S = 0.1
 
 
 def _calibrate_side(bench: Benchmark, spec: MicroSpec, pair: str, base: Path) -> Calibration:
@@ -79,6 +84,8 @@ def calibrate_benchmark(
     if spec.samples is None:
         budget_s = max(spec.run_time_s or 0.0, MIN_SAMPLES_PER_RUN * sample_s)
 
+    swap_s = max(SWAP_MIN_S, SWAP_SAMPLES * sample_s) if spec.cpu_swap else None
+
     def command_of(side: MicroSide, pair: MicroSide | None = None) -> str:
         argv = worker_command(
             side.python,
@@ -94,6 +101,7 @@ def calibrate_benchmark(
             timeout_s=spec.step_timeout_s,
             cwd=base,
             pair=None if pair is None else (pair.target, pair.benchmark, pair.paths),
+            swap_every_s=swap_s if pair is None else None,
         )
         return shlex.join(argv)
 

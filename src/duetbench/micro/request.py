@@ -46,6 +46,7 @@ class MicroRequest:
     warmup: int = 1
     min_sample_s: float = 0.001
     keep_gc: bool = False
+    cpu_swap: bool = True
     name: str = "micro"
     seed: int = 0
 
@@ -194,6 +195,7 @@ def build_experiment(
             warmup=request.warmup,
             keep_gc=request.keep_gc,
             min_sample_s=request.min_sample_s,
+            cpu_swap=request.cpu_swap,
         )
         benchmarks.append(
             Benchmark(

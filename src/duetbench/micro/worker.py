@@ -7,7 +7,7 @@
 
 Standard library only, Python >= 3.8: it runs under the interpreter of each
 side (a virtual environment without duetbench), and loads its helpers
-(``calibration.py``, ``discovery.py``, ``handshake.py``, ``apart.py``) from its own directory
+(``calibration.py``, ``discovery.py``, ``handshake.py``, ``apart.py``, ``cpuswap.py``) from its own directory
 by path. The side's ``--path`` directories go first on ``sys.path``; the
 worker's own directory is removed from it, so nothing here shadows user code.
 
@@ -51,7 +51,7 @@ PAIRED_COLUMNS = COLUMNS + ("side",)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HANDSHAKE, EXIT_SKIPPED = 0, 1, 2, 3, 4
 DEFAULT_SAMPLES = 100
 DEFAULT_WARMUP = 1
-_HELPERS = ("calibration", "discovery", "handshake", "apart")
+_HELPERS = ("calibration", "discovery", "handshake", "apart", "cpuswap")
 
 
 def _load_helpers() -> dict[str, Any]:
@@ -104,6 +104,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="seconds for setup, one sample, teardown")
     p.add_argument("--output", help="directory for the result files (default $DUET_OUTPUT_DIR)")
     p.add_argument("--side", help="this side's name in messages (default $DUET_PAIR)")
+    p.add_argument(
+        "--swap-every",
+        type=float,
+        default=0.0,
+        help="seconds on each CPU when $DUET_CPU_SWAP names two (default 0: never move)",
+    )
     pair = p.add_argument_group(
         "in-process pairs (method inproc)",
         "time side B's benchmark in this process too, samples alternating A B, B A, ...",
@@ -120,6 +126,8 @@ def _check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         value = getattr(args, name)
         if value is not None and value < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.swap_every < 0:
+        p.error("--swap-every must be >= 0 seconds")
     for name in ("budget", "timeout"):
         value = getattr(args, name)
         if value is not None and not value > 0:
@@ -382,11 +390,16 @@ def _measure(
     info.update(paths=[os.path.abspath(p) for p in args.path], pid=os.getpid())
     info["handshake"] = handshake is not None
     info["start_ns"] = time.time_ns()
+    swap = h["cpuswap"].CpuSwap.from_env(os.environ, args.swap_every)
     _write_json(ctx.output, META_FILE, info)
     try:
-        _sample_loop(args, h, samples, prepared.fn, calibration.evaluations, timeout, handshake)
+        fn, evaluations = prepared.fn, calibration.evaluations
+        _sample_loop(args, h, samples, fn, evaluations, timeout, handshake, swap)
     finally:
         samples.close()
+        if swap is not None:
+            info["cpu_swap"] = swap.to_json()
+            _write_json(ctx.output, META_FILE, info)
         if handshake is not None:
             try:
                 handshake.done()  # release the other side now; the executor would tell it later
@@ -405,6 +418,7 @@ def _sample_loop(
     evaluations: int,
     timeout: float | None,
     handshake: Any,
+    swap: Any = None,
 ) -> None:
     time_sample = h["calibration"].time_sample
     failure = h["discovery"].UserCodeFailure
@@ -423,6 +437,8 @@ def _sample_loop(
                 break
         if handshake is not None:
             handshake.wait()
+        if swap is not None:  # after the go: both sides of a sduet cross a period together
+            swap.place()
         if not warmup and begin is None:
             begin = clock()
         start = time.time_ns()
