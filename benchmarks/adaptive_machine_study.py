@@ -2,7 +2,7 @@
 
     python benchmarks/adaptive_machine_study.py            # precision 1 %, up to 40 runs: ~60-75 min quiet
     python benchmarks/adaptive_machine_study.py --quick    # precision 5 %, up to 6 runs: ~2-4 min (a check only)
-    python benchmarks/adaptive_machine_study.py --only-methods --tries 3   # (c) only: ~20 min
+    python benchmarks/adaptive_machine_study.py --only-methods --tries 3   # (c) only: ~40 min
 
 Runs the mixed suite of examples/adaptive/ (benchmarks precise after a few runs and one
 needing 20+) on this machine, on a quiet machine for real figures, and prints the
@@ -121,11 +121,21 @@ def method_study(tmp: Path, budget: float, noisy: bool, seed: int) -> dict[str, 
         root = _variant(tmp / label, rep, bg)
         for b, w in widths(root).items():
             out.setdefault(b, {})[label] = w
-        for v in json.loads((root / "stops.json").read_text())["stops"].values():
+        entries = json.loads((root / "stops.json").read_text())["stops"].values()
+        for v in entries:
             key = f"{label} s"
             out.setdefault(v["benchmark"], {})[key] = (
                 out[v["benchmark"]].get(key, 0.0) + v["seconds"]
             )
+        if label == "auto":  # the final choice, and its runs (of them left out: a switch)
+            runs = {(v["benchmark"], v["method"]): v for v in entries}
+            for v in entries:
+                chosen = (v.get("auto") or {}).get("chosen")
+                if chosen and (v["benchmark"], chosen) in runs:
+                    c = runs[(v["benchmark"], chosen)]
+                    out[v["benchmark"]]["auto chose"] = (
+                        f"{chosen}, {c['runs']} runs ({c.get('analyse_from') or 0} left out)"
+                    )
     return out
 
 
@@ -254,9 +264,10 @@ def main() -> None:
     if not args.skip_methods:
         print("\n### (c) method auto against each fixed method at equal budget\n")
         print(
-            "| condition | try | benchmark | auto width | seqn | aduet | sduet | auto / best fixed |"
+            "| condition | try | benchmark | auto width | seqn | aduet | sduet | auto / best fixed "
+            "| auto chose |"
         )
-        print("|---|---|---|---:|---:|---:|---:|---:|")
+        print("|---|---|---|---:|---:|---:|---:|---:|---|")
         for noisy in (False, True):
             for t in range(tries):
                 with tempfile.TemporaryDirectory(prefix="duet-auto-study-") as tmp:
@@ -273,7 +284,9 @@ def main() -> None:
                         for m in ("auto", "seqn", "aduet", "sduet")
                     )
                     print(
-                        f"| {'noisy' if noisy else 'quiet'} | {t + 1} | {b} | {cells} | {ratio:.2f} |"
+                        f"| {'noisy' if noisy else 'quiet'} | {t + 1} | {b} | {cells} | {ratio:.2f} "
+                        f"| {w.get('auto chose', '?')} |",
+                        flush=True,
                     )
     print("\n| figure | value | goal |\n|---|---:|---|")
     if ratios:

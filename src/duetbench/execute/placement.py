@@ -48,7 +48,7 @@ class Placement:
 
     def swap_env(self, sides: Sequence[SideSpec]) -> dict[str, str]:
         """``DUET_CPU_SWAP=own,other`` for each side of a pinned pair on two CPUs, which a
-        side that can move itself uses to take turns on both (docs/config.md, "Environment";
+        side that can move itself uses to take turns on both (docs/config.md, "Benchmark keys";
         duet micro's worker does, docs/micro.md, "Placement"); {} for any other run."""
         if self.kind != PINNED or len(sides) != 2:
             return {}
