@@ -304,3 +304,39 @@ def test_a_method_auto_switches_to_gets_a_stop_when_the_plan_has_no_run_left_for
     sduet = tracker.states[stop_key("b", "sduet")]
     sduet.reps = 5
     assert not tracker._decide(sduet) and sduet.stopped is None  # its runs 5-7 are to come
+
+
+def test_method_auto_budget_is_the_benchmarks_the_chosen_method_gets_the_rest(
+    tmp_path: Path,
+) -> None:
+    """`--method auto --budget T`: the pilots of the other methods are paid from T, so the
+    chosen method stops when the benchmark as a whole would overrun it (docs/adaptive.md,
+    "Choosing the method"); a method of a benchmark without auto keeps its own budget."""
+    from duetbench.plan import make_plan
+    from duetbench.schedule.adaptive import StopTracker, stop_key
+
+    cfg = tmp_path / "auto.yml"
+    cfg.write_text(
+        "experiment:\n  name: auto\n  methods: auto\n"
+        "  stop: {until: precise, precision: 0.01%, budget: 10s, max_runs: 100}\n"
+        "benchmarks:\n  b: {command: 'true'}\n"
+    )
+    exp = load_config(cfg)
+    tracker = StopTracker.for_experiment(None, exp, make_plan(exp))  # type: ignore[arg-type]
+    seqn, aduet, sduet = (tracker.states[stop_key("b", m)] for m in ("seqn", "aduet", "sduet"))
+    seqn.stopped, seqn.seconds, seqn.reps = "not chosen", 3.0, 5  # pilots: 5 s together
+    aduet.stopped, aduet.seconds, aduet.reps = "not chosen", 2.0, 5
+    sduet.values = {"b": [0.001 * (-1) ** i for i in range(6)]}  # far from 0.01 % precise
+    sduet.seconds, sduet.reps = 3.0, 6  # 0.5 s a run: 3 + 5 + 0.5 <= 10 -> go on
+    assert not tracker._decide(sduet) and sduet.stopped is None
+    sduet.values["b"].append(0.001)
+    sduet.seconds, sduet.reps = 4.6, 7  # 4.6 + 5 + 0.66 > 10: the benchmark's budget is spent
+    assert tracker._decide(sduet) and sduet.stopped == "budget"
+    assert "budget reached" in sduet.decisions["b"].explanation
+    # without auto, the same seconds are within the method's own 10 s
+    cfg.write_text(cfg.read_text().replace("  methods: auto\n", "  repetitions: {sduet: 100}\n"))
+    exp = load_config(cfg)
+    plain = StopTracker.for_experiment(None, exp, make_plan(exp))  # type: ignore[arg-type]
+    st = plain.states[stop_key("b", "sduet")]
+    st.values, st.seconds, st.reps = {"b": list(sduet.values["b"])}, 4.6, 7
+    assert not plain._decide(st) and st.stopped is None

@@ -12,7 +12,7 @@ reaches the decisions an uninterrupted run would have, and continues the same ru
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..adaptive.results import explain
@@ -212,6 +212,9 @@ class StopTracker:
         from ..adaptive import StopReason, decide, with_first_look
 
         rule = with_first_look(st.rule, st.first_look)
+        others = self._spent_elsewhere(st)
+        if others and rule.budget_s is not None:  # method auto: the rest of the budget
+            rule = replace(rule, budget_s=max(rule.budget_s - others, 1e-9))
         for bench, vals in st.values.items():
             st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
         per_rep = st.seconds / st.reps if st.reps else 0.0
@@ -226,6 +229,20 @@ class StopTracker:
             return False
         st.stopped = str(reason)
         return True
+
+    def _spent_elsewhere(self, st: _State) -> float:
+        """Method auto: machine seconds of the benchmark's other methods (their pilots, a
+        method switched away from). An auto benchmark's budget is the benchmark's: the
+        chosen method gets what the pilots left (docs/adaptive.md, "Choosing the method")."""
+        bench = st.key.rpartition(KEY_SEP)[0]
+        auto = self.autos.get(bench)
+        if auto is None:
+            return 0.0
+        return sum(
+            self.states[k].seconds
+            for m in auto.methods
+            if (k := stop_key(bench, m)) != st.key and k in self.states
+        )
 
     def _ran_out(self, st: _State) -> bool:
         """No planned run of ``st`` is left to come: method auto switched to it after the
