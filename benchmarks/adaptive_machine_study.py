@@ -17,10 +17,11 @@ Markdown tables for docs/performance.md ("Measuring until sure"):
 
 (c) `--method auto` against each fixed method at equal budget (--budget per benchmark),
     quiet and under `duet noise --pattern mixed` (the config's `background:`): the final
-    interval's width of auto / of the best fixed method. Goal: never above 1.15. The
-    budget bounds each benchmark x method: auto's chosen method gets all of it on top of
-    the other methods' pilots (5 runs each), so auto uses somewhat more machine time;
-    the table says how much (auto s).
+    interval's width of auto / of the best fixed method. Goal: never above 1.15. Since
+    2026-11-26 auto's budget is the benchmark's (the pilots are paid from it; before, the
+    chosen method got all of it on top of the other methods' pilots). Each variant is a
+    separate experiment, so each meets another stretch of the machine's noise:
+    benchmarks/auto_replay_study.py compares them on the same runs.
 Each condition is repeated --tries times (default 5).
 """
 
