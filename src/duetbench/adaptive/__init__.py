@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from .auto import PILOT_RUNS, MethodChoice, choose_method
 from .costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
-from .planning import Plan, best_iterations, plan_for_power, plan_for_precision
+from .planning import (
+    Plan,
+    StopRuns,
+    best_iterations,
+    plan_for_power,
+    plan_for_precision,
+    precision_stop_runs,
+)
 from .rules import (
     Decision,
     Goal,
@@ -39,6 +46,7 @@ __all__ = [
     "Plan",
     "StopReason",
     "StopRule",
+    "StopRuns",
     "Stops",
     "best_iterations",
     "choose_method",
@@ -51,6 +59,7 @@ __all__ = [
     "paired_runs",
     "plan_for_power",
     "plan_for_precision",
+    "precision_stop_runs",
     "repetition_seconds",
     "run_level_values",
     "with_first_look",

@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .costs import CostModel, estimate_costs
-from .planning import Plan, plan_for_power, plan_for_precision
+from .planning import Plan, plan_for_power, plan_for_precision, precision_stop_runs
 from .rules import StopRule
 
 __all__ = ["RANGE_LEVEL", "forecast"]
@@ -71,7 +71,17 @@ def forecast(
             as_run = max(1, round(model.iterations))
             plan = predict(model, as_run)
             best = predict(model, None)
-            low, high = (predict(_scaled(model, f), as_run).runs for f in _variance_range(model))
+            if precision is not None:  # where the rule stops: simulated (planning.py)
+                sd = math.sqrt(model.value_var(as_run))
+                stop = precision_stop_runs(rule, sd, df=max(model.runs - 1, 1))
+                low, high = stop.low, stop.high
+                plan = _with_runs(plan, stop.median, model)
+                sd_best = math.sqrt(model.value_var(best.iterations))
+                best = _with_runs(best, precision_stop_runs(rule, sd_best).median, model)
+            else:
+                low, high = (
+                    predict(_scaled(model, f), as_run).runs for f in _variance_range(model)
+                )
             rows.append(
                 {
                     **row,
@@ -89,6 +99,11 @@ def forecast(
                 }
             )
     return rows
+
+
+def _with_runs(plan: Plan, runs: int | None, model: CostModel) -> Plan:
+    seconds = None if runs is None else runs * model.run_seconds(plan.iterations)
+    return replace(plan, runs=runs, seconds=seconds)
 
 
 def _ns(seconds: float | None) -> int | None:

@@ -9,6 +9,7 @@ many simulated sequences at once (the study and the tests).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -221,6 +222,20 @@ def _needed_half_width(mean: float, rule: StopRule) -> float:
     return 0.0
 
 
+@functools.lru_cache(maxsize=32)
+def _horizon_multipliers(rule: StopRule) -> np.ndarray:
+    """The rule's multipliers up to ``_HORIZON`` runs (the confidence sequence's beyond a
+    group-sequential design's maximum); cached: a plan asks for the same rule often."""
+    if rule.resolved_design is not Design.GROUP:
+        mult = rule.multipliers(_HORIZON)
+    else:
+        mult = replace(rule, design=Design.SEQUENCE).multipliers(_HORIZON)
+        head = rule.multipliers(rule.max_runs)
+        mult[: rule.max_runs] = np.where(np.isfinite(head), head, mult[: rule.max_runs])
+    mult.setflags(write=False)
+    return mult
+
+
 def runs_to_reach(half_width: float, sd: float, rule: StopRule, runs_done: int) -> int | None:
     """Smallest total number of runs whose interval half-width is predicted <= ``half_width``.
 
@@ -233,11 +248,7 @@ def runs_to_reach(half_width: float, sd: float, rule: StopRule, runs_done: int) 
     if sd == 0:
         return max(runs_done, rule.min_runs)
     n = np.arange(1, _HORIZON + 1)
-    mult = rule.multipliers(_HORIZON) if rule.resolved_design is not Design.GROUP else None
-    if mult is None:
-        mult = replace(rule, design=Design.SEQUENCE).multipliers(_HORIZON)
-        head = rule.multipliers(rule.max_runs)
-        mult[: rule.max_runs] = np.where(np.isfinite(head), head, mult[: rule.max_runs])
+    mult = _horizon_multipliers(rule)
     ok = (mult * sd / np.sqrt(n) <= half_width) & (n >= max(runs_done, rule.min_runs))
     hit = np.flatnonzero(ok)
     return int(n[hit[0]]) if len(hit) else None
