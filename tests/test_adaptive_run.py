@@ -340,3 +340,70 @@ def test_method_auto_budget_is_the_benchmarks_the_chosen_method_gets_the_rest(
     st = plain.states[stop_key("b", "sduet")]
     st.values, st.seconds, st.reps = {"b": list(sduet.values["b"])}, 4.6, 7
     assert not plain._decide(st) and st.stopped is None
+
+
+def test_a_method_auto_switches_to_takes_its_next_runs_and_stops_by_its_rule(
+    tmp_path: Path,
+) -> None:
+    """After a re-check switches to a method, its runs skipped meanwhile never come; its
+    next runs must not wait for them. (They did: the new choice took no run after the
+    switch, never stopped on its goal or its budget, and ran every planned run; found by
+    replaying an interleaved experiment, benchmarks/auto_replay_study.py.) A replay of
+    the same runs (--resume) reaches the same decisions."""
+    from duetbench.plan import make_plan
+    from duetbench.records import RunRecord
+    from duetbench.schedule.adaptive import StopTracker, stop_key
+
+    cfg = tmp_path / "auto.yml"
+    cfg.write_text(
+        "experiment:\n  name: auto\n  methods: auto\n"
+        "  stop: {until: precise, precision: 1%, max_runs: 40}\n"
+        "benchmarks:\n  b: {command: 'true'}\n"
+    )
+    exp = load_config(cfg)
+    plan = make_plan(exp)
+
+    def value(spec: object) -> float:
+        # seqn looks best in its pilot and spreads 30x after it: a re-check moves to aduet
+        m, rep = spec.method, spec.rep  # type: ignore[attr-defined]
+        sd = {"seqn": 0.001 if rep < 5 else 0.03, "aduet": 0.004, "sduet": 0.2}[m]
+        return sd * (1 if rep % 2 else -1)
+
+    class Fake(StopTracker):
+        def _values(self, records: list[RunRecord]) -> dict[str, float]:
+            return {"b": value(records[0].spec["_spec"])}
+
+    def record(spec: object) -> RunRecord:
+        return RunRecord(
+            run_id=spec.run_id, benchmark="b", method=spec.method, status="ok",  # type: ignore[attr-defined]
+            start_ns=0, end_ns=100_000_000, spec={"_spec": spec},
+        )  # fmt: skip
+
+    live = Fake(None, plan, {k: exp.benchmarks[0].stop for k in (  # type: ignore[arg-type]
+        stop_key("b", m) for m in ("seqn", "aduet", "sduet"))})  # fmt: skip
+    live.autos["b"] = type(StopTracker.for_experiment(None, exp, plan).autos["b"])(  # type: ignore[arg-type]
+        ("seqn", "aduet", "sduet")
+    )
+    finished = set()
+    for spec in plan:
+        if live.skips(spec):
+            continue
+        finished.add(spec.run_id)
+        live.observe(spec, record(spec))
+    aduet = live.states[stop_key("b", "aduet")]
+    assert live.autos["b"].chosen == "aduet"
+    # it took runs after the switch and stopped on its goal, not by running out
+    assert aduet.stopped == "precise", aduet.stopped
+    assert aduet.analyse_from == 5  # its pilot, which made it look better, stays out
+    assert aduet.reps - aduet.analyse_from >= 5  # the width design's first look
+    assert aduet.next_rep < 40 and len(aduet.skipped) > 0  # its later runs were not needed
+    # --resume: replaying the finished runs in plan order reaches the same decisions
+    records = {spec.run_id: record(spec) for spec in plan if spec.run_id in finished}
+    store = type("Store", (), {"read_run": lambda self, run_id: records.get(run_id)})()
+    again = Fake(store, plan, {k: exp.benchmarks[0].stop for k in live.states})
+    again.autos["b"] = type(live.autos["b"])(("seqn", "aduet", "sduet"))
+    again.replay(finished)
+    keep = ("stopped", "runs", "analyse_from", "decisions")
+    assert [{k: v[k] for k in keep} for v in again.document()["stops"].values()] == [
+        {k: v[k] for k in keep} for v in live.document()["stops"].values()
+    ]

@@ -52,6 +52,9 @@ class _State:
     first_look: int = 0  # method auto: the fewest analysed runs its rule may stop at
     next_rep: int = 0  # runs are taken in repetition order (a cluster finishes them out of order)
     waiting: dict[int, list[tuple[RunSpec, RunRecord]]] = field(default_factory=dict)
+    # repetitions never to be taken: skipped, or finished while stopped (method auto may
+    # choose this method again later; its next repetition must not wait for them)
+    passed: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -112,6 +115,7 @@ class StopTracker:
         if st is None or st.stopped is None:
             return False
         self._done.add(spec.run_id)
+        st.passed.add(spec.rep)
         if spec.run_id not in st.skipped:
             st.skipped.append(spec.run_id)
         return True
@@ -124,15 +128,24 @@ class StopTracker:
         decisions are those of the plan's order, as ``--resume`` replays them."""
         self._done.add(spec.run_id)
         st = self.states.get(stop_key(spec.benchmark, spec.method))
-        if st is None or st.stopped is not None:
+        if st is None:
+            return False
+        if st.stopped is not None:  # finished after its rule stopped (a cluster)
+            st.passed.add(spec.rep)
             return False
         st.waiting.setdefault(spec.rep, []).append((spec, record))
         stopped = False
         need = 2 if spec.method == Method.SEQN else 1
-        while len(st.waiting.get(st.next_rep, ())) >= need and st.stopped is None:
-            for s2, r2 in st.waiting.pop(st.next_rep):
-                stopped |= self._take(st, s2, r2)
-            st.next_rep += 1
+        while st.stopped is None:
+            if st.next_rep in st.passed:  # skipped while another method was chosen
+                st.waiting.pop(st.next_rep, None)
+                st.next_rep += 1
+            elif len(st.waiting.get(st.next_rep, ())) >= need:
+                for s2, r2 in st.waiting.pop(st.next_rep):
+                    stopped |= self._take(st, s2, r2)
+                st.next_rep += 1
+            else:
+                break
         return stopped
 
     def _take(self, st: _State, spec: RunSpec, record: RunRecord) -> bool:
@@ -293,7 +306,13 @@ class StopTracker:
         """Feed the runs already finished, in plan order (``--resume``)."""
         for spec in self.plan:
             st = self.states.get(stop_key(spec.benchmark, spec.method))
-            if spec.run_id in finished and (st is None or st.stopped is None):
+            if st is not None and st.stopped is not None:
+                if spec.run_id in finished:  # ran after its rule stopped it (a cluster)
+                    self._done.add(spec.run_id)
+                    st.passed.add(spec.rep)
+                else:
+                    self.skips(spec)  # as the run skipped it
+            elif spec.run_id in finished:
                 record = self.store.read_run(spec.run_id)
                 if record is not None:
                     self.observe(spec, record)
