@@ -231,6 +231,9 @@ def main() -> None:
     print("|---|---|---:|---:|---|---:|---:|---:|---|---:|---|")
     ratios, run_ratio, pred_ratio, auto_ratio = [], [], [], []
     pred20_ratio: list[float] = []
+    in_range20: list[bool] = []
+    needed: dict[str, list[int]] = {}  # per benchmark: runs each try's adaptive run needed
+    predicted20: dict[str, list[int]] = {}
     in_range: list[bool] = []
     per_try: list[tuple[float, dict, int | None, float]] = []  # adaptive s, values, n, runs
     for t in range(0 if args.only_methods else tries):
@@ -253,6 +256,14 @@ def main() -> None:
             )
             if a[b]["stopped"] == "precise" and p20.get("runs"):
                 pred20_ratio.append(p20["runs"] / a[b]["runs"])
+                if p20.get("runs_low") is not None:
+                    in_range20.append(
+                        p20["runs_low"] <= a[b]["runs"] <= (p20.get("runs_high") or math.inf)
+                    )
+            if a[b]["stopped"] == "precise":
+                needed.setdefault(b, []).append(a[b]["runs"])
+                if p20.get("runs"):
+                    predicted20.setdefault(b, []).append(p20["runs"])
             if a[b]["stopped"] == "precise" and p.get("runs"):
                 pred_ratio.append(p["runs"] / a[b]["runs"])
                 if p.get("runs_low") is not None:
@@ -329,6 +340,26 @@ def main() -> None:
     if in_range:
         print(
             f"| needed runs inside the predicted 90 % range | {sum(in_range)} of {len(in_range)} | |"
+        )
+    if in_range20:
+        print(
+            f"| needed runs inside the 90 % range predicted from 20 runs | {sum(in_range20)} of "
+            f"{len(in_range20)} | |"
+        )
+    # a single adaptive run's stop scatters around its median even at a known spread
+    # (docs/adaptive.md, "Cost model and planning"): the prediction against the median
+    # stop over the tries
+    med = [
+        p / float(np.median(needed[b]))
+        for b, preds in predicted20.items()
+        for p in preds
+        if len(needed.get(b, [])) >= 3
+    ]
+    if med:
+        worst = max(max(med), 1 / min(med))
+        print(
+            f"| duet plan from 20 earlier runs / median runs needed over the tries | "
+            f"{min(med):.2f} .. {max(med):.2f} (worst factor {worst:.2f}) | within 1.5x |"
         )
     if auto_ratio:
         within = sum(r <= 1.15 for r in auto_ratio)

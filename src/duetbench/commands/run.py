@@ -49,7 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "within +-P, e.g. precise:1%%) or decided (slower/faster/equivalent at --threshold)",
     )
     g.add_argument("--threshold", metavar="T", help="practical threshold of the verdicts, e.g. 2%%")
-    g.add_argument("--budget", metavar="TIME", help="machine time per benchmark x method, e.g. 20m")
+    g.add_argument(
+        "--budget",
+        metavar="TIME",
+        help="machine time per benchmark x method (method auto: per benchmark), e.g. 20m",
+    )
     g.add_argument(
         "--max-runs", metavar="N", help="most repetitions per benchmark x method (default 50)"
     )
