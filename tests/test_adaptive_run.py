@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -342,6 +343,51 @@ def test_method_auto_budget_is_the_benchmarks_the_chosen_method_gets_the_rest(
     assert not plain._decide(st) and st.stopped is None
 
 
+def _auto_tracker(tmp: Path, stop: str, value: Any, store: Any = None) -> tuple[Any, list[Any]]:
+    """A tracker of one `methods: auto` benchmark `b` whose runs take 0.1 s and whose run
+    values come from ``value(spec)`` (None: the run gives no value, as a run left out)."""
+    from duetbench.plan import make_plan
+    from duetbench.schedule.adaptive import StopTracker
+
+    cfg = tmp / "auto.yml"
+    cfg.write_text(
+        f"experiment:\n  name: auto\n  methods: auto\n  stop: {stop}\n"
+        "benchmarks:\n  b: {command: 'true'}\n"
+    )
+    exp = load_config(cfg)
+    plan = make_plan(exp)
+
+    class Fake(StopTracker):
+        def _values(self, records: list[Any]) -> dict[str, float]:
+            v = value(records[0].spec["_spec"])
+            return {} if v is None else {"b": v}
+
+    tracker = StopTracker.for_experiment(None, exp, plan)  # type: ignore[arg-type]
+    fake = Fake(store, plan, {k: st.settings for k, st in tracker.states.items()})
+    fake.autos = tracker.autos
+    return fake, plan
+
+
+def _record(spec: Any, seconds: float = 0.1) -> Any:
+    from duetbench.records import RunRecord
+
+    return RunRecord(
+        run_id=spec.run_id, benchmark="b", method=spec.method, status="ok",
+        start_ns=0, end_ns=int(seconds * 1e9), spec={"_spec": spec},
+    )  # fmt: skip
+
+
+def _run_live(tracker: Any, plan: list[Any]) -> set[str]:
+    """What the scheduler does: skip a stopped method's runs, observe the others."""
+    finished = set()
+    for spec in plan:
+        if tracker.skips(spec):
+            continue
+        finished.add(spec.run_id)
+        tracker.observe(spec, _record(spec))
+    return finished
+
+
 def test_a_method_auto_switches_to_takes_its_next_runs_and_stops_by_its_rule(
     tmp_path: Path,
 ) -> None:
@@ -350,46 +396,17 @@ def test_a_method_auto_switches_to_takes_its_next_runs_and_stops_by_its_rule(
     switch, never stopped on its goal or its budget, and ran every planned run; found by
     replaying an interleaved experiment, benchmarks/auto_replay_study.py.) A replay of
     the same runs (--resume) reaches the same decisions."""
-    from duetbench.plan import make_plan
-    from duetbench.records import RunRecord
-    from duetbench.schedule.adaptive import StopTracker, stop_key
+    from duetbench.schedule.adaptive import stop_key
 
-    cfg = tmp_path / "auto.yml"
-    cfg.write_text(
-        "experiment:\n  name: auto\n  methods: auto\n"
-        "  stop: {until: precise, precision: 1%, max_runs: 40}\n"
-        "benchmarks:\n  b: {command: 'true'}\n"
-    )
-    exp = load_config(cfg)
-    plan = make_plan(exp)
-
-    def value(spec: object) -> float:
+    def value(spec: Any) -> float:
         # seqn looks best in its pilot and spreads 30x after it: a re-check moves to aduet
-        m, rep = spec.method, spec.rep  # type: ignore[attr-defined]
+        m, rep = spec.method, spec.rep
         sd = {"seqn": 0.001 if rep < 5 else 0.03, "aduet": 0.004, "sduet": 0.2}[m]
         return sd * (1 if rep % 2 else -1)
 
-    class Fake(StopTracker):
-        def _values(self, records: list[RunRecord]) -> dict[str, float]:
-            return {"b": value(records[0].spec["_spec"])}
-
-    def record(spec: object) -> RunRecord:
-        return RunRecord(
-            run_id=spec.run_id, benchmark="b", method=spec.method, status="ok",  # type: ignore[attr-defined]
-            start_ns=0, end_ns=100_000_000, spec={"_spec": spec},
-        )  # fmt: skip
-
-    live = Fake(None, plan, {k: exp.benchmarks[0].stop for k in (  # type: ignore[arg-type]
-        stop_key("b", m) for m in ("seqn", "aduet", "sduet"))})  # fmt: skip
-    live.autos["b"] = type(StopTracker.for_experiment(None, exp, plan).autos["b"])(  # type: ignore[arg-type]
-        ("seqn", "aduet", "sduet")
-    )
-    finished = set()
-    for spec in plan:
-        if live.skips(spec):
-            continue
-        finished.add(spec.run_id)
-        live.observe(spec, record(spec))
+    stop = "{until: precise, precision: 1%, max_runs: 40}"
+    live, plan = _auto_tracker(tmp_path, stop, value)
+    finished = _run_live(live, plan)
     aduet = live.states[stop_key("b", "aduet")]
     assert live.autos["b"].chosen == "aduet"
     # it took runs after the switch and stopped on its goal, not by running out
@@ -398,12 +415,52 @@ def test_a_method_auto_switches_to_takes_its_next_runs_and_stops_by_its_rule(
     assert aduet.reps - aduet.analyse_from >= 5  # the width design's first look
     assert aduet.next_rep < 40 and len(aduet.skipped) > 0  # its later runs were not needed
     # --resume: replaying the finished runs in plan order reaches the same decisions
-    records = {spec.run_id: record(spec) for spec in plan if spec.run_id in finished}
+    records = {spec.run_id: _record(spec) for spec in plan if spec.run_id in finished}
     store = type("Store", (), {"read_run": lambda self, run_id: records.get(run_id)})()
-    again = Fake(store, plan, {k: exp.benchmarks[0].stop for k in live.states})
-    again.autos["b"] = type(live.autos["b"])(("seqn", "aduet", "sduet"))
+    again, _ = _auto_tracker(tmp_path, stop, value, store)
     again.replay(finished)
     keep = ("stopped", "runs", "analyse_from", "decisions")
     assert [{k: v[k] for k in keep} for v in again.document()["stops"].values()] == [
         {k: v[k] for k in keep} for v in live.document()["stops"].values()
     ]
+
+
+def test_method_auto_pilot_is_bounded_by_the_budget(tmp_path: Path) -> None:
+    """The pilot (5 repetitions of each method) costs more than this budget: it ends when
+    the next repetition would overrun it, the choice is made among the methods with 2
+    values or more, and the benchmark stops there (it ran on to 2x its budget before:
+    the pilot was never checked against it)."""
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        return 0.01 * (1 if spec.rep % 2 else -1)
+
+    tracker, plan = _auto_tracker(
+        tmp_path, "{until: precise, precision: 0.01%, budget: 1s, max_runs: 40}", value
+    )
+    _run_live(tracker, plan)
+    states = [tracker.states[stop_key("b", m)] for m in ("seqn", "aduet", "sduet")]
+    spent = sum(st.seconds for st in states)
+    assert 0.8 <= spent <= 1.0 + 1e-9, spent  # a seqn repetition is two runs: 0.2 s
+    assert tracker.autos["b"].chosen is not None
+    assert {st.stopped for st in states} == {"budget", "not chosen"}
+
+
+def test_method_auto_choice_is_not_held_up_by_a_method_without_values(tmp_path: Path) -> None:
+    """aduet's runs give no value (e.g. all left out as unbalanced): after twice the pilot
+    the choice is made among the other methods, instead of piloting all three on."""
+    from duetbench.adaptive import PILOT_RUNS
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float | None:
+        if spec.method == "aduet":
+            return None
+        return {"seqn": 0.02, "sduet": 0.002}[spec.method] * (1 if spec.rep % 2 else -1)
+
+    tracker, plan = _auto_tracker(tmp_path, "{until: precise, precision: 1%, max_runs: 40}", value)
+    _run_live(tracker, plan)
+    auto = tracker.autos["b"]
+    assert auto.chosen == "sduet" and set(auto.choice.scores) == {"seqn", "sduet"}
+    aduet = tracker.states[stop_key("b", "aduet")]
+    assert aduet.stopped == "not chosen" and aduet.reps == 2 * PILOT_RUNS
+    assert tracker.states[stop_key("b", "sduet")].stopped == "precise"

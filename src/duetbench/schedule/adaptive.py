@@ -178,18 +178,36 @@ class StopTracker:
         return st.values[min(st.values)] if st.values else []
 
     def _choose(self, bench: str, auto: _Auto) -> bool:
-        """Method auto: choose (or re-check) once every method has its pilot runs; the
-        others stop as ``not chosen`` (docs/adaptive.md). False: still piloting."""
+        """Method auto: choose (or re-check) once the pilot is over; the others stop as
+        ``not chosen`` (docs/adaptive.md, "Choosing the method"). False: still piloting.
+
+        The pilot is over when every method has ``PILOT_RUNS`` run values -- or when
+        the benchmark's budget would be overrun by another repetition, or a method has
+        run twice the pilot without giving that many values (its runs left out, e.g.
+        as unbalanced): the choice is then among the methods that have them (at least
+        2 values each if none has the pilot's), and a budget spent by the pilot stops
+        the benchmark there. Re-checks compare the methods that had their pilot."""
         from ..adaptive import PILOT_RUNS, choose_method
 
         values = {m: self._method_values(bench, m) for m in auto.methods}
-        if any(len(v) < PILOT_RUNS for v in values.values()):
-            return False
-        seconds = {m: self.states[stop_key(bench, m)].seconds for m in auto.methods}
-        choice = choose_method(values, seconds, current=auto.chosen)
+        states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
+        spent = self._auto_budget_spent(bench, auto)
+        if auto.chosen is None and not spent:
+            short = [m for m, v in values.items() if len(v) < PILOT_RUNS]
+            if any(states[m].reps < 2 * PILOT_RUNS for m in short):
+                return False
+        need = PILOT_RUNS if any(len(v) >= PILOT_RUNS for v in values.values()) else 2
+        eligible = {m: v for m, v in values.items() if len(v) >= need or m == auto.chosen}
+        if not eligible:  # no method gave 2 values yet
+            if not spent:
+                return False
+            for st in states.values():
+                st.stopped = st.stopped or "budget"
+            return True
+        seconds = {m: states[m].seconds for m in eligible}
+        choice = choose_method(eligible, seconds, pilot_runs=need, current=auto.chosen)
         if choice.method != auto.chosen:
-            for m in auto.methods:
-                st = self.states[stop_key(bench, m)]
+            for m, st in states.items():
                 if m == choice.method:
                     st.stopped, st.analyse_from = None, choice.analyse_from
                     st.first_look = choice.first_look
@@ -198,9 +216,19 @@ class StopTracker:
             auto.chosen = choice.method
             # the method chosen again may have no planned runs left (it ran them all while
             # it was the choice before): decide now, or it would never get a stop reason
-            self._decide(self.states[stop_key(bench, choice.method)])
+            self._decide(states[choice.method])
         auto.choice = choice
         return True
+
+    def _auto_budget_spent(self, bench: str, auto: _Auto) -> bool:
+        """Whether another repetition of any of the methods would overrun the budget of
+        a method-auto benchmark (its methods' seconds together; False without a budget)."""
+        states = [self.states[stop_key(bench, m)] for m in auto.methods]
+        budget = states[0].rule.budget_s
+        if budget is None:
+            return False
+        per_rep = max((st.seconds / st.reps for st in states if st.reps), default=0.0)
+        return sum(st.seconds for st in states) + per_rep > budget
 
     def _values(self, records: list[RunRecord]) -> dict[str, float]:
         import pandas as pd
