@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from duetbench.errors import AnalysisError
 
@@ -26,8 +27,11 @@ __all__ = ["MethodChoice", "choose_method"]
 
 #: Pilot runs per method before a choice (the default of ``method: auto``).
 PILOT_RUNS = 5
-#: A re-check switches away from the current method only when another is this much better.
+#: A re-check switches away from the current method only when another is this much
+#: better, and better beyond what the methods' spreads can show by chance: the score
+#: ratio must also exceed the F distribution's SWITCH_CONFIDENCE quantile.
 SWITCH_MARGIN = 2.0
+SWITCH_CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,9 @@ def choose_method(
 
     ``seconds``: machine seconds spent on each method's runs. Every method needs
     ``pilot_runs`` values (at least 2). ``current``: the method chosen earlier; a
-    re-check keeps it unless another method's score is ``margin`` times lower, so the
-    choice does not flap on noise.
+    re-check keeps it unless another method's score is ``margin`` times lower and lower
+    beyond chance (an F test at ``SWITCH_CONFIDENCE`` on the two variances), so the
+    choice does not flap on noise: every switch costs the runs it leaves out.
     """
     if pilot_runs < 2:
         raise AnalysisError(f"the pilot needs at least 2 runs per method, got {pilot_runs}")
@@ -96,7 +101,10 @@ def choose_method(
         scores[method] = float(np.var(v, ddof=1)) * spent / len(v)
     best = min(scores, key=lambda m: (scores[m], m))
     if current is not None and current in scores and current != best:
-        if scores[best] * margin > scores[current]:
+        # the variance ratio of two alike methods is F-distributed: a 5-run pilot may
+        # look 6x tighter than the current method's 30 runs by chance alone
+        chance = float(stats.f.ppf(SWITCH_CONFIDENCE, runs[current] - 1, runs[best] - 1))
+        if scores[best] * max(margin, chance) > scores[current]:
             best = current
     # the first choice (and keeping it) counts the pilot, looking first at twice its
     # runs; a switch starts the new method's analysis at its next run: the runs that
