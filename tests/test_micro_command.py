@@ -35,7 +35,7 @@ def test_known_2x_measured_with_each_method(known: Path) -> None:
         "knownver:x2_100us",
         "--a-path", "v_a", "--b-path", "v_b",  # relative, from the working directory
         "--method", "sduet", "--method", "aduet", "--method", "seqn",
-        "--runs", "6", "--samples", "300", "--format", "json",
+        "--runs", "12", "--samples", "300", "--format", "json",
         cwd=known,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -44,20 +44,21 @@ def test_known_2x_measured_with_each_method(known: Path) -> None:
     ratios = {r["method"]: 1 + r["change"] for r in doc["rows"]}
     assert set(ratios) == {"sduet", "aduet", "seqn"}
     print(f"known 2x: {ratios}")
-    # the goal is 3 %. With the sides swapping CPUs (docs/micro.md, "Placement")
-    # the duets read 1.96-2.06 in 6 runs on the project's 2-CPU VM, 1.87-2.15 without;
-    # seqn, one process at a time, 1.82-2.10: 6 runs are 6 interpreter processes at
-    # different moments, and a vCPU's speed changes for seconds (docs/micro.md,
-    # "Measured here"). Asserted is what holds with room to spare; the goal is tracked there
+    # The goal: 2.0 within 3 %. 12 runs (seqn: 6 of each side) read 1.99-2.05 with
+    # every method in 10 of 10 tries on 2026-11-26, 4 of them beside two busy loops
+    # (docs/micro.md, "Measured here"). The duets hold it on a VM whose two vCPUs run at
+    # different speeds too (their sides swap CPUs, docs/micro.md, "Placement"); seqn
+    # times A and B at different moments: on such a VM 6 runs of it read 1.82-2.10, so its
+    # bound is wider: it catches a wrong count or a lost side, not a slow vCPU.
     for method in ("aduet", "sduet"):
-        assert ratios[method] == pytest.approx(2.0, rel=0.08), (method, ratios)
-    assert ratios["seqn"] == pytest.approx(2.0, rel=0.15), ratios
+        assert ratios[method] == pytest.approx(2.0, rel=0.03), (method, ratios)
+    assert ratios["seqn"] == pytest.approx(2.0, rel=0.10), ratios
     assert {r["verdict"] for r in doc["rows"]} == {"slower"}
     # pinned duets took turns on both CPUs (docs/micro.md, "Placement")
     metas = list((known / "results" / "micro" / "runs").glob("*/*/micro-meta.json"))
     swaps = [json.loads(m.read_text()).get("cpu_swap") for m in metas]
-    assert len(swaps) == 2 * 2 * 6 + 6 and all(s is None or s["error"] is None for s in swaps)
-    assert sum(s is not None for s in swaps) == 2 * 2 * 6  # the duets; seqn runs one side
+    assert len(swaps) == 2 * 2 * 12 + 12 and all(s is None or s["error"] is None for s in swaps)
+    assert sum(s is not None for s in swaps) == 2 * 2 * 12  # the duets; seqn runs one side
     # a normal results directory: duet compare reads it, with the same default
     again = run_duet("compare", str(known / "results" / "micro"), "--format", "json")
     assert again.returncode == 0, again.stderr
