@@ -464,3 +464,37 @@ def test_method_auto_choice_is_not_held_up_by_a_method_without_values(tmp_path: 
     aduet = tracker.states[stop_key("b", "aduet")]
     assert aduet.stopped == "not chosen" and aduet.reps == 2 * PILOT_RUNS
     assert tracker.states[stop_key("b", "sduet")].stopped == "precise"
+
+
+def test_method_auto_does_not_switch_when_the_rest_of_the_budget_cannot_pay_for_it(
+    tmp_path: Path,
+) -> None:
+    """A switch starts the new method's analysis afresh: near the end of the budget it
+    would leave no interval at all (seen replaying this machine's runs: a switch with 3 s
+    left gave aduet 1 analysed run). Auto stays then; with budget to spare it switches."""
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        m, rep = spec.method, spec.rep
+        sd = {"seqn": 0.001 if rep < 5 else 0.03, "aduet": 0.004, "sduet": 0.2}[m]
+        return sd * (1 if rep % 2 else -1)
+
+    # the pilot costs 2 s (a seqn repetition 0.2 s, a duet run 0.1 s); the first re-check
+    # that finds aduet better beyond chance comes after seqn's 6th repetition
+    tight, plan = _auto_tracker(
+        tmp_path, "{until: precise, precision: 0.01%, budget: 2.6s, max_runs: 40}", value
+    )
+    _run_live(tight, plan)
+    seqn = tight.states[stop_key("b", "seqn")]
+    assert tight.autos["b"].chosen == "seqn" and seqn.stopped == "budget"
+    # it went on measuring with seqn to the end of the budget (its interval comes at its
+    # first look, 10 runs: this budget is too small for one, and says so)
+    assert seqn.reps == 8 and seqn.decisions["b"].runs == 8
+    assert tight.states[stop_key("b", "aduet")].stopped == "not chosen"
+    roomy, plan = _auto_tracker(
+        tmp_path, "{until: precise, precision: 0.01%, budget: 10s, max_runs: 40}", value
+    )
+    _run_live(roomy, plan)
+    assert roomy.autos["b"].chosen == "aduet"
+    aduet = roomy.states[stop_key("b", "aduet")]
+    assert aduet.reps - aduet.analyse_from >= 10  # runs of its own after the switch

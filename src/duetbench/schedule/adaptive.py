@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..adaptive.results import explain
+from ..adaptive.sequential import WIDTH_FIRST_LOOK
 from ..config.stop import StopSettings
 from ..errors import DuetError
 from ..plan import RunSpec
@@ -206,6 +207,11 @@ class StopTracker:
             return True
         seconds = {m: states[m].seconds for m in eligible}
         choice = choose_method(eligible, seconds, pilot_runs=need, current=auto.chosen)
+        if auto.chosen is not None and choice.method != auto.chosen:
+            if not self._switch_pays(states, auto.chosen, choice):
+                choice = choose_method(
+                    eligible, seconds, pilot_runs=need, current=auto.chosen, margin=math.inf
+                )
         if choice.method != auto.chosen:
             for m, st in states.items():
                 if m == choice.method:
@@ -219,6 +225,24 @@ class StopTracker:
             self._decide(states[choice.method])
         auto.choice = choice
         return True
+
+    @staticmethod
+    def _switch_pays(states: dict[str, _State], current: str, choice: Any) -> bool:
+        """Whether a switch from ``current`` to ``choice.method`` leaves, at the budget,
+        a smaller variance of the mean than staying: the new method's analysis starts
+        with its next run, so it has only the budget's rest, while the current method
+        keeps its runs. ``score / seconds`` is that variance (the score is the variance
+        per machine-second). Without a budget a switch always pays in the long run."""
+        budget = states[current].rule.budget_s
+        if budget is None:
+            return True
+        rest = budget - sum(st.seconds for st in states.values())
+        new, cur = states[choice.method], states[current]
+        per_rep = new.seconds / new.reps if new.reps else math.inf
+        if not rest > WIDTH_FIRST_LOOK * per_rep:  # not even the new method's first look
+            return False
+        kept = cur.seconds * (1.0 - cur.analyse_from / max(cur.reps, 1))
+        return choice.scores[choice.method] / rest < choice.scores[current] / (kept + rest)
 
     def _auto_budget_spent(self, bench: str, auto: _Auto) -> bool:
         """Whether another repetition of any of the methods would overrun the budget of
