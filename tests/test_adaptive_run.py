@@ -482,7 +482,7 @@ def test_method_auto_does_not_switch_when_the_rest_of_the_budget_cannot_pay_for_
     # the pilot costs 2 s (a seqn repetition 0.2 s, a duet run 0.1 s); the first re-check
     # that finds aduet better beyond chance comes after seqn's 6th repetition
     tight, plan = _auto_tracker(
-        tmp_path, "{until: precise, precision: 0.01%, budget: 2.6s, max_runs: 40}", value
+        tmp_path, "{until: precise, precision: 0.01%, budget: 2.65s, max_runs: 40}", value
     )
     _run_live(tight, plan)
     seqn = tight.states[stop_key("b", "seqn")]

@@ -12,6 +12,7 @@ reaches the decisions an uninterrupted run would have, and continues the same ru
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -65,6 +66,11 @@ class _Auto:
     methods: tuple[str, ...]
     chosen: str | None = None
     choice: Any = None  # adaptive.MethodChoice
+
+
+def _seconds(states: Iterable[_State]) -> float:
+    """Machine seconds of these benchmark x methods together."""
+    return sum(st.seconds for st in states)
 
 
 def _run_seconds(record: RunRecord) -> float:
@@ -236,7 +242,7 @@ class StopTracker:
         budget = states[current].rule.budget_s
         if budget is None:
             return True
-        rest = budget - sum(st.seconds for st in states.values())
+        rest = budget - _seconds(states.values())
         new, cur = states[choice.method], states[current]
         per_rep = new.seconds / new.reps if new.reps else math.inf
         if not rest > WIDTH_FIRST_LOOK * per_rep:  # not even the new method's first look
@@ -252,7 +258,7 @@ class StopTracker:
         if budget is None:
             return False
         per_rep = max((st.seconds / st.reps for st in states if st.reps), default=0.0)
-        return sum(st.seconds for st in states) + per_rep > budget
+        return _seconds(states) + per_rep > budget
 
     def _values(self, records: list[RunRecord]) -> dict[str, float]:
         import pandas as pd
@@ -303,11 +309,7 @@ class StopTracker:
         auto = self.autos.get(bench)
         if auto is None:
             return 0.0
-        return sum(
-            self.states[k].seconds
-            for m in auto.methods
-            if (k := stop_key(bench, m)) != st.key and k in self.states
-        )
+        return _seconds(self.states[stop_key(bench, m)] for m in auto.methods) - st.seconds
 
     def _ran_out(self, st: _State) -> bool:
         """No planned run of ``st`` is left to come: method auto switched to it after the
