@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from duetbench.config import load_config
@@ -272,6 +273,39 @@ def test_a_cluster_run_decides_in_plan_order_as_resume_replays_it(tmp_path: Path
         assert v["stopped"] == replayed[key]["stopped"] and v["runs"] == replayed[key]["runs"]
         for b, d in v["decisions"].items():
             assert {f: d[f] for f in keep} == {f: replayed[key]["decisions"][b][f] for f in keep}
+
+
+def test_compare_analyses_exactly_the_runs_the_stopping_rule_took(tmp_path: Path) -> None:
+    """On a cluster a run in flight when its benchmark stops still finishes and is kept,
+    but the rule never saw it. `duet compare` must show the decision of the runs the rule
+    took (stops.json `analysed_runs`): counting the late run by position would shift a
+    method auto's `analyse_from` onto a run from before a switch."""
+    from duetbench.adaptive import StopRule, decide, run_level_values
+    from duetbench.dataset import open_dataset
+
+    cfg = _config(tmp_path, max_runs=12)
+    p = _cli("run", cfg, "-o", tmp_path / "out", "--no-compare")
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "out" / "adapt"
+    doc = json.loads((root / "stops.json").read_text())
+    for v in doc["stops"].values():  # no late run here: every run taken counts
+        assert v["analysed_runs"] == {v["benchmark"]: list(range(v["runs"]))}
+    noisy = doc["stops"]["noisy/seqn"]
+    assert noisy["runs"] == 12
+    # as if run 4 had finished after the stop: measured, in the table, not analysed
+    noisy["analysed_runs"]["noisy"].remove(4)
+    (root / "stops.json").write_text(json.dumps(doc))
+    c = _cli("compare", root, "--format", "json")
+    assert c.returncode == 0, c.stderr
+    row = {r["benchmark"]: r for r in json.loads(c.stdout)["rows"]}["noisy"]
+    table = open_dataset(root).table
+    vals = run_level_values(table, by=("benchmark", "method"))[("noisy", "seqn")]
+    assert len(vals) == 12
+    rule = StopRule.create(until="decided", threshold=0.02, max_runs=12)
+    want = decide(np.delete(vals, 4), rule)
+    assert row["runs"] == 11
+    assert row["ci_low"] == pytest.approx(want.low) and row["ci_high"] == pytest.approx(want.high)
+    assert row["ci_low"] != pytest.approx(decide(vals[1:], rule).low)  # not by position
 
 
 def test_a_method_auto_switches_to_gets_a_stop_when_the_plan_has_no_run_left_for_it(

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .rules import StopRule, decide, with_first_look
-from .values import run_level_values
+from .values import paired_runs
 
 __all__ = ["adaptive_rows", "explain", "stop_entries"]
 
@@ -62,6 +62,17 @@ def _entry_for(entries: dict[tuple[str, str], Mapping[str, Any]], bench: str, me
     return entries.get((base, method))
 
 
+def _values_by_run(table: pd.DataFrame, *, run_stat: str) -> dict[tuple[str, str], pd.Series]:
+    """Run values per (benchmark, method), indexed by run number, in run order."""
+    runs = paired_runs(table, run_stat=run_stat).runs.sort_values(
+        ["benchmark", "method", "run"], kind="stable"
+    )
+    return {
+        (str(b), str(m)): pd.Series(grp["value"].to_numpy(), index=grp["run"].to_numpy())
+        for (b, m), grp in runs.groupby(["benchmark", "method"], sort=True, observed=True)
+    }
+
+
 def adaptive_rows(
     rows: pd.DataFrame, table: pd.DataFrame, stops: Mapping[str, Any] | None, *, run_stat: str
 ) -> pd.DataFrame:
@@ -69,7 +80,7 @@ def adaptive_rows(
     entries = stop_entries(stops)
     if not entries or rows.empty:
         return rows
-    values = run_level_values(table, run_stat=run_stat, by=("benchmark", "method"))
+    values = _values_by_run(table, run_stat=run_stat)
     out = rows.copy()
     for col, default in (("stop", ""), ("explanation", "")):
         if col not in out.columns:
@@ -91,7 +102,12 @@ def adaptive_rows(
         # with as many runs after it
         rule = with_first_look(_rule(entry), int(entry.get("first_look") or 0))
         start = int(entry.get("analyse_from") or 0)
-        d = decide(np.asarray(vals)[start:], rule, seconds=float(entry.get("seconds") or 0.0))
+        analysed = (entry.get("analysed_runs") or {}).get(bench)
+        if analysed is not None:  # the runs the rule took, whatever else finished
+            chosen = vals.loc[vals.index.isin([int(x) for x in analysed])].to_numpy()
+        else:  # results of releases before analysed_runs
+            chosen = vals.to_numpy()[start:]
+        d = decide(chosen, rule, seconds=float(entry.get("seconds") or 0.0))
         out.at[i, "change"] = d.estimate
         out.at[i, "ci_low"] = d.low if np.isfinite(d.low) else np.nan
         out.at[i, "ci_high"] = d.high if np.isfinite(d.high) else np.nan

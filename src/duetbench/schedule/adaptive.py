@@ -44,6 +44,7 @@ class _State:
     rule: Any  # adaptive.StopRule
     key: str = ""  # stop_key(benchmark, method)
     values: dict[str, list[float]] = field(default_factory=dict)
+    value_runs: dict[str, list[int]] = field(default_factory=dict)  # the rep of every value
     seconds: float = 0.0
     reps: int = 0
     pending: dict[int, list[RunRecord]] = field(default_factory=dict)  # seqn halves
@@ -171,6 +172,7 @@ class StopTracker:
         st.reps += 1
         for bench, value in self._values(records).items():
             st.values.setdefault(bench, []).append(value)
+            st.value_runs.setdefault(bench, []).append(spec.rep)
         auto = self.autos.get(spec.benchmark)
         if auto is not None and not self._choose(spec.benchmark, auto):
             return False  # the pilot goes on
@@ -343,6 +345,11 @@ class StopTracker:
                 "skipped": sorted(st.skipped),
                 "analyse_from": st.analyse_from,
                 "first_look": st.first_look,
+                # the runs each decision analysed: `duet compare` takes exactly these (a
+                # run that finished after the stop, on a cluster, is measured but not in)
+                "analysed_runs": {
+                    b: reps[st.analyse_from :] for b, reps in sorted(st.value_runs.items())
+                },
             }
             auto = self.autos.get(bench)
             if auto is not None:
