@@ -11,6 +11,7 @@ import sys
 import threading
 import uuid
 from collections import Counter
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -333,6 +334,7 @@ benchmarks:
                 e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"DUET_HOST_NAME=")
             )
             killed["workloads"] = pids
+            killed["worker"] = worker
             os.kill(worker, signal.SIGKILL)
 
             def gone() -> bool:
@@ -375,6 +377,58 @@ benchmarks:
     assert report[killed["host"]]["runs"]["lost"] == 1
     assert hold.calls() == 4  # 2 sides of the lost try, 2 of the retry
     wait_until(lambda: pids_with(token) == [], "no workload left")
+    # the killed worker could not remove its run directory; the retry's worker did
+    assert _run_dirs_of(killed["worker"]) == []
+
+
+def _run_dirs_of(pid: int) -> list[Path]:
+    import tempfile
+
+    from duetbench.schedule.cluster.worker import OWNER_FILE
+
+    out = []
+    for d in Path(tempfile.gettempdir()).glob("duet-*"):
+        with suppress(OSError):
+            if (d / OWNER_FILE).read_text().split()[-1] == str(pid):
+                out.append(d)
+    return out
+
+
+def test_run_directories_of_killed_workers_are_swept_and_only_those(tmp_path):
+    """A worker killed mid-run leaves its run directory; the next run on the machine
+    removes it -- never a live worker's, another machine's (a shared DUET_WORK_DIR) or a
+    directory without an owner file."""
+    from duetbench.schedule.cluster.worker import OWNER_FILE, _owner, sweep_dead_workers_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    me = _owner()
+    machine = me.rsplit(" ", 1)[0]
+    dirs = {
+        "dead": f"{machine} {gone.pid}",
+        "alive": me,
+        "elsewhere": f"other-host {machine.split(' ', 1)[1]} {gone.pid}",
+        "rebooted": f"{machine.split(' ', 1)[0]} another-boot {gone.pid}",
+        "no-owner": None,
+    }
+    for name, owner in dirs.items():
+        d = tmp_path / f"duet-abc-{name}-x"
+        (d / "run" / "A").mkdir(parents=True)
+        if owner is not None:
+            (d / OWNER_FILE).write_text(owner + "\n")
+    (tmp_path / "unrelated").mkdir()
+    (tmp_path / "unrelated" / OWNER_FILE).write_text(f"{machine} {gone.pid}\n")
+    removed = sweep_dead_workers_dirs(str(tmp_path))
+    assert [d.name for d in removed] == ["duet-abc-dead-x"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [
+            "duet-abc-alive-x",
+            "duet-abc-elsewhere-x",
+            "duet-abc-rebooted-x",
+            "duet-abc-no-owner-x",
+            "unrelated",
+        ]
+    )
 
 
 def test_balanced_design_keeps_each_seqn_repetition_on_one_host(tmp_path, cluster):

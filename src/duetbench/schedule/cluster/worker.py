@@ -115,6 +115,64 @@ def strip_dask_environ() -> list[str]:
     return removed
 
 
+#: in every run directory a worker builds: who built it (:func:`sweep_dead_workers_dirs`)
+OWNER_FILE = ".duet-owner"
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _owner() -> str:
+    return f"{host_name()} {_boot_id()} {os.getpid()}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return state not in ("Z", "X")  # a zombie has stopped: it builds nothing any more
+
+
+def sweep_dead_workers_dirs(work: str | None) -> list[Path]:
+    """Remove the run directories that killed workers of this machine left behind.
+
+    A worker removes its run directory when the run ends, whatever happens -- unless the
+    worker itself is killed (SIGKILL, out of memory). The next run on the machine removes
+    such directories: those with an owner file naming this machine (host name and boot)
+    and a process that is gone. Directories of other machines sharing ``work`` and of
+    live workers are left alone. Returns the directories removed."""
+    base = Path(work or tempfile.gettempdir())
+    me = _owner().rsplit(" ", 1)[0]
+    removed = []
+    try:
+        candidates = [d for d in base.iterdir() if d.name.startswith("duet-")]
+    except OSError:
+        return removed
+    for d in candidates:
+        try:
+            owner = (d / OWNER_FILE).read_text().strip()
+        except OSError:
+            continue  # not a run directory of a worker (or not ours to read)
+        machine, _, pid = owner.rpartition(" ")
+        if machine != me or not pid.isdigit() or _process_alive(int(pid)):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            removed.append(d)
+    return removed
+
+
 def execute_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
     """On a worker (a Dask task holding ``duet=1``): execute one run, return its directory.
 
@@ -124,9 +182,11 @@ def execute_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
     host = worker_host_name()
     strip_dask_environ()
     work = os.environ.get(WORK_DIR_ENV) or None
+    sweep_dead_workers_dirs(work)
     root = Path(tempfile.mkdtemp(prefix=f"duet-{payload['token']}-{spec.run_id}-", dir=work))
     root = root.resolve()  # DUET_WORK_DIR may be relative: the sides run in other directories
     try:
+        (root / OWNER_FILE).write_text(_owner() + "\n")
         setup = None
         if payload.get("setup"):
             setup = host_command(payload["setup"], spec.base_dir)
