@@ -37,6 +37,7 @@ import datetime as dt
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -129,13 +130,13 @@ def verdict_of(low: float, high: float) -> str:
     return "slower" if low > 0 else "faster" if high < 0 else "same"
 
 
-def run_duet(method: str, case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
+def run_duet(method: str, case: str, plan: Plan, tmp: Path, seed: int = 0) -> dict[str, Any]:
     out = tmp / f"duet-{method}"
     argv = [
         sys.executable, "-m", "duetbench", "micro", f"knownver:{case}",
         "--a-path", str(EXAMPLE / "v_a"), "--b-path", str(EXAMPLE / "v_b"),
         "--method", method, "--budget", f"{plan.budget_s}s", "--runs", str(plan.runs),
-        "--format", "json", "-o", str(out),
+        "--seed", str(seed), "--format", "json", "-o", str(out),
     ]  # fmt: skip
     done = _run(argv, tmp, plan.budget_s * 3 + HANG_SLACK_S)
     if done.returncode != 0:
@@ -264,9 +265,9 @@ def run_pytest_benchmark(case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
             "max_time_s": max_time}  # fmt: skip
 
 
-def run_tool(tool: str, case: str, plan: Plan, tmp: Path) -> dict[str, Any]:
+def run_tool(tool: str, case: str, plan: Plan, tmp: Path, seed: int = 0) -> dict[str, Any]:
     if tool in DUET_TOOLS:
-        return run_duet(tool, case, plan, tmp)
+        return run_duet(tool, case, plan, tmp, seed)
     if tool == "pyperf":
         return run_pyperf(case, plan, tmp)
     return run_pytest_benchmark(case, plan, tmp)
@@ -279,6 +280,13 @@ def _condition(cond: str, seed: int) -> AbstractContextManager[Any]:
 
         return NoisyNeighbour("cpu", seed=seed)
     return nullcontext()
+
+
+def _try_seed(seed: int, cond: str, case: str, k: int) -> int:
+    """The plan seed of one try: every try draws its own order and CPU placement (with
+    one seed for all, every try repeated one plan, and an effect of that plan -- e.g. a
+    side placed more often on a slower CPU -- would be in every try alike)."""
+    return random.Random(f"{seed}-{cond}-{case}-{k}").randrange(2**31)
 
 
 def run_study(plan: Plan, seed: int) -> dict[str, Any]:
@@ -300,7 +308,7 @@ def run_study(plan: Plan, seed: int) -> dict[str, Any]:
                             tmp.mkdir()
                             t0 = time.monotonic()
                             try:
-                                r = run_tool(tool, case, plan, tmp)
+                                r = run_tool(tool, case, plan, tmp, _try_seed(seed, cond, case, k))
                             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
                                 r = {"verdict": "error", "error": str(exc)[-300:]}
                             r.update(tool=tool, case=case, size=size, variant=variant,
