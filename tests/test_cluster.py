@@ -389,7 +389,7 @@ def _run_dirs_of(pid: int) -> list[Path]:
     out = []
     for d in Path(tempfile.gettempdir()).glob("duet-*"):
         with suppress(OSError):
-            if (d / OWNER_FILE).read_text().split()[-1] == str(pid):
+            if (d / OWNER_FILE).read_text().split()[-2] == str(pid):  # pid, start time
                 out.append(d)
     return out
 
@@ -403,12 +403,14 @@ def test_run_directories_of_killed_workers_are_swept_and_only_those(tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     me = _owner()
-    machine = me.rsplit(" ", 1)[0]
+    machine = me.rsplit(" ", 2)[0]  # host boot (then pid and start time)
+    host, boot = machine.split(" ", 1)
+    dead = f"{gone.pid} 123456"  # its start time when it was alive
     dirs = {
-        "dead": f"{machine} {gone.pid}",
+        "dead": f"{machine} {dead}",
         "alive": me,
-        "elsewhere": f"other-host {machine.split(' ', 1)[1]} {gone.pid}",
-        "rebooted": f"{machine.split(' ', 1)[0]} another-boot {gone.pid}",
+        "elsewhere": f"other-host {boot} {dead}",
+        "rebooted": f"{host} another-boot {dead}",
         "no-owner": None,
     }
     for name, owner in dirs.items():
@@ -417,7 +419,7 @@ def test_run_directories_of_killed_workers_are_swept_and_only_those(tmp_path):
         if owner is not None:
             (d / OWNER_FILE).write_text(owner + "\n")
     (tmp_path / "unrelated").mkdir()
-    (tmp_path / "unrelated" / OWNER_FILE).write_text(f"{machine} {gone.pid}\n")
+    (tmp_path / "unrelated" / OWNER_FILE).write_text(f"{machine} {dead}\n")
     removed = sweep_dead_workers_dirs(str(tmp_path))
     assert [d.name for d in removed] == ["duet-abc-dead-x"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(

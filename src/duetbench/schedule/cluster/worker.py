@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...execute.base import get_executor
+from ...execute.container_cleanup import proc_start
 from ...execute.guarded import run_captured
 from ...hosts import detect_host, host_name, run_artifacts
 from ...plan import RunSpec
@@ -126,22 +127,21 @@ def _boot_id() -> str:
         return ""
 
 
-def _owner() -> str:
-    return f"{host_name()} {_boot_id()} {os.getpid()}"
+def _owner(pid: int | None = None) -> str:
+    """Who builds a run directory: this machine (host name, boot) and the worker process
+    (pid and start time, as container_cleanup identifies a container's owner)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{host_name()} {_boot_id()} {pid} {proc_start(pid)}"
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+def _gone(pid: int, start: str) -> bool:
+    """The process that wrote ``pid start`` has ended (or is a zombie: it builds nothing)."""
+    if proc_start(pid) != start:  # no such process, or the pid is another's now
         return True
-    return state not in ("Z", "X")  # a zombie has stopped: it builds nothing any more
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return True
 
 
 def sweep_dead_workers_dirs(work: str | None) -> list[Path]:
@@ -153,7 +153,7 @@ def sweep_dead_workers_dirs(work: str | None) -> list[Path]:
     and a process that is gone. Directories of other machines sharing ``work`` and of
     live workers are left alone. Returns the directories removed."""
     base = Path(work or tempfile.gettempdir())
-    me = _owner().rsplit(" ", 1)[0]
+    me = _owner().rsplit(" ", 2)[0]
     removed = []
     try:
         candidates = [d for d in base.iterdir() if d.name.startswith("duet-")]
@@ -164,8 +164,10 @@ def sweep_dead_workers_dirs(work: str | None) -> list[Path]:
             owner = (d / OWNER_FILE).read_text().strip()
         except OSError:
             continue  # not a run directory of a worker (or not ours to read)
-        machine, _, pid = owner.rpartition(" ")
-        if machine != me or not pid.isdigit() or _process_alive(int(pid)):
+        parts = owner.rsplit(" ", 2)  # machine, pid, start
+        if len(parts) != 3 or parts[0] != me or not parts[1].isdigit():
+            continue
+        if not _gone(int(parts[1]), parts[2]):
             continue
         shutil.rmtree(d, ignore_errors=True)
         if not d.exists():
