@@ -59,6 +59,11 @@ class _State:
     # choose this method again later; its next repetition must not wait for them)
     passed: set[int] = field(default_factory=set)
 
+    @property
+    def per_rep(self) -> float:
+        """Machine seconds of one repetition so far (0 before the first)."""
+        return self.seconds / self.reps if self.reps else 0.0
+
 
 @dataclass
 class _Auto:
@@ -246,8 +251,7 @@ class StopTracker:
             return True
         rest = budget - _seconds(states.values())
         new, cur = states[choice.method], states[current]
-        per_rep = new.seconds / new.reps if new.reps else math.inf
-        if not rest > WIDTH_FIRST_LOOK * per_rep:  # not even the new method's first look
+        if not new.reps or not rest > WIDTH_FIRST_LOOK * new.per_rep:  # not its first look
             return False
         kept = cur.seconds * (1.0 - cur.analyse_from / max(cur.reps, 1))
         return choice.scores[choice.method] / rest < choice.scores[current] / (kept + rest)
@@ -259,8 +263,7 @@ class StopTracker:
         budget = states[0].rule.budget_s
         if budget is None:
             return False
-        per_rep = max((st.seconds / st.reps for st in states if st.reps), default=0.0)
-        return _seconds(states) + per_rep > budget
+        return _seconds(states) + max(st.per_rep for st in states) > budget
 
     def _values(self, records: list[RunRecord]) -> dict[str, float]:
         import pandas as pd
@@ -290,10 +293,9 @@ class StopTracker:
             rule = replace(rule, budget_s=max(rule.budget_s - others, 1e-9))
         for bench, vals in st.values.items():
             st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
-        per_rep = st.seconds / st.reps if st.reps else 0.0
         if st.reps >= rule.max_runs or self._ran_out(st):  # the planned repetitions
             reason = StopReason.MAX_RUNS
-        elif rule.budget_s is not None and st.reps and st.seconds + per_rep > rule.budget_s:
+        elif rule.budget_s is not None and st.reps and st.seconds + st.per_rep > rule.budget_s:
             reason = StopReason.BUDGET
         elif st.decisions and all(d.stop for d in st.decisions.values()):
             reasons = {d.reason for d in st.decisions.values()}
