@@ -31,7 +31,6 @@ from duetbench.adaptive.boundaries import (
     obf_spending,
     t_mixture_multiplier,
 )
-from duetbench.adaptive.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
 from duetbench.adaptive.planning import (
     best_iterations,
     plan_for_power,
@@ -41,8 +40,9 @@ from duetbench.adaptive.planning import (
 from duetbench.adaptive.rules import runs_to_reach
 from duetbench.adaptive.sequential import WIDTH_FIRST_LOOK
 from duetbench.adaptive.simulate import NOISE_MODELS, run_values
-from duetbench.adaptive.values import run_level_values
 from duetbench.analysis import compare
+from duetbench.analysis.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
+from duetbench.analysis.paired_runs import run_level_values
 from duetbench.analysis.simulate import simulate
 from duetbench.errors import AnalysisError
 

@@ -8,8 +8,9 @@ and :mod:`.planning` predict runs and machine time; :func:`choose_method` is
 
 from __future__ import annotations
 
+from ..analysis.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
+from ..analysis.paired_runs import paired_runs, run_level_values
 from .auto import PILOT_RUNS, MethodChoice, choose_method
-from .costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
 from .planning import (
     Plan,
     StopRuns,
@@ -32,7 +33,6 @@ from .rules import (
     with_first_look,
 )
 from .sequential import Design, Intervals, look_multipliers, running_intervals
-from .values import paired_runs, run_level_values
 
 __all__ = [
     "PILOT_RUNS",

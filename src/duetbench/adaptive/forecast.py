@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from scipy import stats
 
-from .costs import CostModel, estimate_costs
+from ..analysis.costs import CostModel, estimate_costs
 from .planning import Plan, plan_for_power, plan_for_precision, precision_stop_runs
 from .rules import StopRule
 

@@ -1,7 +1,7 @@
 """Multi-level planning: iterations per run and runs for a precision or a power.
 
 With the variance of one run value ``s_r^2 + kappa s_i^2 / I`` and its cost
-``c_r + I c_i`` (:class:`~duetbench.adaptive.costs.CostModel`), the variance of the
+``c_r + I c_i`` (:class:`~duetbench.analysis.costs.CostModel`), the variance of the
 mean per machine-second is ``(s_r^2 + kappa s_i^2 / I)(c_r + I c_i)``, smallest at
 ``I* = sqrt(c_r kappa s_i^2 / (c_i s_r^2))`` (Kalibera & Jones 2013). The runs are
 then the fewest whose interval -- under the stopping rule's design -- reaches the
@@ -18,7 +18,7 @@ from scipy import special, stats
 
 from duetbench.errors import AnalysisError
 
-from .costs import CostModel
+from ..analysis.costs import CostModel
 from .rules import StopRule, first_stops, runs_to_reach
 from .sequential import Design
 

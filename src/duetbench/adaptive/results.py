@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.paired_runs import paired_runs
 from .rules import StopRule, decide, with_first_look
-from .values import paired_runs
 
 __all__ = ["adaptive_rows", "explain", "stop_entries"]
 

@@ -7,13 +7,6 @@ defined in docs/statistics.md (by section). The entry point is :func:`compare`.
 from __future__ import annotations
 
 from .compare import CompareOptions, compare, compare_tests, difference_test, ratio_test
-from .evaluation import (
-    cv,
-    minimal_detectable_slowdown,
-    runtime_speedup,
-    shuffle_check,
-    slow_down,
-)
 from .filters import drop_warmup, winsorize
 from .intervals import (
     GroupIntervals,
@@ -21,6 +14,13 @@ from .intervals import (
     group_generators,
     t_interval,
     weighted_bootstrap_interval,
+)
+from .measures import (
+    cv,
+    minimal_detectable_slowdown,
+    runtime_speedup,
+    shuffle_check,
+    slow_down,
 )
 from .overlaps import overlap_rate, overlap_time, overlaps, relative_overlap_time
 from .pairing import pair

@@ -39,7 +39,7 @@ from .intervals import (
 )
 from .pairing import Pairs, pair_rows
 from .ranks import GroupedSignedRank, signed_rank
-from .runvalues import RunValues, run_values, sparse_runs
+from .run_statistics import RunValues, run_values, sparse_runs
 from .stats import (
     NO_DATA,
     ChangeResult,

@@ -32,7 +32,7 @@ from duetbench.errors import AnalysisError
 from duetbench.schema import Method
 
 from ._table import require_columns
-from .run_values import KEY, paired_runs
+from .paired_runs import KEY, paired_runs
 
 __all__ = ["STAT_FACTOR", "CostModel", "detect_warmup", "estimate_costs", "repetition_seconds"]
 

@@ -37,8 +37,8 @@ from duetbench.errors import AnalysisError, DuetError
 from duetbench.options import CI_TESTS, TESTS, U_TESTS, CompareOptions, EvaluateOptions, Warmup
 
 from .compare import compare, compare_tests
-from .evaluation import cv, runtime_speedup, shuffle_check, slow_down
 from .filters import drop_marked_warmup, drop_warmup
+from .measures import cv, runtime_speedup, shuffle_check, slow_down
 from .overlaps import relative_overlap_time
 
 __all__ = ["TABLE_COLUMNS", "TABLES", "Evaluation", "evaluate"]
