@@ -167,7 +167,7 @@ def test_t_mixture_covers_uniformly_in_time_with_unknown_variance() -> None:
 def test_rule_validation_says_what_to_change() -> None:
     with pytest.raises(AnalysisError, match="needs a precision"):
         StopRule.create(until="precise", precision=None)
-    with pytest.raises(AnalysisError, match="precision must be > 0"):
+    with pytest.raises(AnalysisError, match="precision must be more than 0 %"):
         StopRule.create(precision=0)
     with pytest.raises(AnalysisError, match="'precise' or 'decided'"):
         StopRule.create(until="sure")

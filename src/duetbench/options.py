@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from .errors import OptionError
+from .units import PERCENTAGE_RANGE, ValueTextError, percentage
 
 #: ratio and diff: confidence-interval tests (docs/statistics.md, "The two CI tests"); utest:
 #: signed-rank test of the run values (calibrated); utest-pooled: the thesis's
@@ -91,9 +92,12 @@ def check_resamples(resamples: object) -> int:
 
 
 def check_threshold(threshold: object) -> float:
-    return _number(
-        threshold, "threshold", "must be a number >= 0 (e.g. 0.01 for 1 %)", lambda t: t >= 0
-    )
+    """The practical threshold: a fraction (or ``"2%"``) in the range of every percentage,
+    :data:`duetbench.units.PERCENTAGE_RANGE`."""
+    try:
+        return percentage(threshold)
+    except ValueTextError:
+        raise OptionError("threshold", f"must lie {PERCENTAGE_RANGE}", threshold) from None
 
 
 def check_min_overlap(m: object) -> float:

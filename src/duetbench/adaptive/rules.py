@@ -19,6 +19,7 @@ import numpy as np
 
 from duetbench.config.stop import DESIGNS as USER_DESIGNS  # the designs a rule may ask for
 from duetbench.errors import AnalysisError
+from duetbench.units import ValueTextError, percentage
 
 from .sequential import Design, Intervals, look_multipliers, running_intervals
 
@@ -60,13 +61,14 @@ class Outcome(StrEnum):
 
 
 def _fraction(value: object, what: str, *, zero_ok: bool) -> float:
+    """A percentage (:func:`duetbench.units.percentage`: from 0 % to below 100 %), more
+    than 0 unless ``zero_ok``."""
     try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise AnalysisError(f"{what} must be a number, got {value!r}") from exc
-    if not (v >= 0.0 if zero_ok else v > 0.0) or not v < 1.0:
-        bound = ">= 0" if zero_ok else "> 0"
-        raise AnalysisError(f"{what} must be {bound} and < 1 (e.g. 0.01 for 1 %), got {value!r}")
+        v = percentage(value, what)
+    except ValueTextError as exc:
+        raise AnalysisError(str(exc)) from None
+    if not zero_ok and v == 0.0:
+        raise AnalysisError(f"{what} must be more than 0 % (e.g. 0.01 for 1 %), got {value!r}")
     return v
 
 

@@ -30,6 +30,7 @@ from ..options import (
     EvaluateOptions,
     ReportOptions,
 )
+from ..units import percentage
 
 _C = CompareOptions()
 _E = EvaluateOptions()
@@ -59,15 +60,9 @@ def add_threshold(p: argparse.ArgumentParser) -> None:
 
 
 def parse_threshold(text: str) -> float:
-    """``1%`` or ``0.01`` -> 0.01."""
-    t = text.strip()
-    try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise DuetError(f"--threshold {text!r}: write a relative change like 1% or 0.01") from None
-    if value < 0:
-        raise DuetError("--threshold must not be negative")
-    return value
+    """``1%`` or ``0.01`` -> 0.01 (:func:`duetbench.units.percentage`: the range of the
+    config's `threshold:` and of `duet run --threshold`)."""
+    return percentage(text, "--threshold")
 
 
 def parse_warmup(text: str | None) -> int | str | None:

@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--good", required=True, help="a revision known to be fast")
     p.add_argument("--bad", required=True, help="a later revision known to be slower")
     p.add_argument(
-        "--build-timeout", type=float, metavar="S", help="seconds a build may take (then: skip)"
+        "--build-timeout",
+        metavar="TIME",
+        help="how long a build may take, e.g. 600 or 10m (then: skip; default: no limit)",
     )
     add_tree_options(p)
 
@@ -31,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..ci.bisect import Step, bisect
     from ..config import load_config
+    from ..units import duration
     from .gate import add_to_history, stopped_experiment
     from .plan import this_host_cpus
 
@@ -59,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         build=args.build,
         out_dir=args.output,
         repo=args.repo,
-        build_timeout=args.build_timeout,
+        build_timeout=(
+            None if args.build_timeout is None else duration(args.build_timeout, "--build-timeout")
+        ),
         on_step=show,
         record=record,
     )

@@ -120,21 +120,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
 
 
-def _seconds(text: str, flag: str) -> float:
-    from ..config.schema_models import _duration
-    from ..errors import DuetError
-
-    try:
-        return float(_duration(text))
-    except ValueError as exc:
-        raise DuetError(f"{flag} {text!r}: {exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     from ..micro.request import MicroRequest, build_experiment
     from ..report.progress import RichObserver
     from ..schedule.inline import run_experiment
     from ..store import ResultsStore
+    from ..units import duration
     from .compare import render_verdicts
     from .run import runs_not_ok
 
@@ -150,11 +141,11 @@ def run(args: argparse.Namespace) -> int:
         b_paths=args.b_path,
         pattern=args.pattern,
         methods=args.method,
-        budget_s=_seconds(args.budget, "--budget"),
+        budget_s=duration(args.budget, "--budget"),
         runs=args.runs,
         samples=args.samples,
         warmup=args.warmup_samples,
-        min_sample_s=_seconds(args.min_sample_time, "--min-sample-time"),
+        min_sample_s=duration(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
         cpu_swap=args.cpu_swap,
         name=args.name,

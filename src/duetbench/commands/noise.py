@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--pattern", choices=list(names), default="cpu")
     p.add_argument("--seed", type=int, default=0, help="seeds the on/off schedule (default 0)")
     p.add_argument(
-        "--duration", type=float, default=None, help="seconds to run (default: until Ctrl-C)"
+        "--duration", default=None, help="how long to run, e.g. 90s or 5m (default: until Ctrl-C)"
     )
     p.add_argument("--intensity", type=float, default=1.0, help="load in (0, 1] (default 1.0)")
     p.add_argument(
@@ -80,20 +80,21 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``duet noise`` command. Raises :class:`DuetError` on bad arguments."""
+    from ..units import duration
+
+    seconds = None if args.duration is None else duration(args.duration, "--duration")
     neighbour = NoisyNeighbour(
         args.pattern,
         seed=args.seed,
         cpus=args.cpus,
         intensity=args.intensity,
-        duration=args.duration,
+        duration=seconds,
         on_range=args.on_range,
         off_range=args.off_range,
         backend=args.backend,
     )
     if args.print_schedule:
-        _print_schedule(
-            neighbour, args.duration if args.duration is not None else SCHEDULE_HORIZON_S
-        )
+        _print_schedule(neighbour, seconds if seconds is not None else SCHEDULE_HORIZON_S)
     else:
         _run_in_foreground(neighbour)
     return 0

@@ -27,9 +27,6 @@ MAX_NAME_LENGTH = 100
 MAX_RUNS = 100_000
 #: iterations of the built-in harness per run; also the largest `warmup`
 MAX_ITERATIONS = 1_000_000
-#: durations (timeout, time_budget, kill_grace), in seconds
-MIN_DURATION_S = 0.001
-MAX_DURATION_S = 30 * 24 * 3600.0
 #: re-runs of a run on another host (cluster)
 MAX_RETRIES = 100
 #: the experiment seed (it is stored as a 64-bit integer)

@@ -17,35 +17,20 @@ from pydantic import (
     PositiveInt,
 )
 
+from ..units import duration
 from .limits import (
     MAX_CORES,
     MAX_CPU,
-    MAX_DURATION_S,
     MAX_ITERATIONS,
     MAX_RETRIES,
     MAX_RUNS,
     MAX_SEED,
-    MIN_DURATION_S,
 )
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
-_UNITS = {None: 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
 def _duration(v: Any) -> Any:
     """Accept 30, 2.5, "90s", "500ms", "5m", "1h" (seconds), from 1 ms to 30 days."""
-    if isinstance(v, bool):
-        raise ValueError("expected a duration such as 30, '90s' or '5m', not a boolean")
-    if isinstance(v, int | float):
-        return _seconds(v)
-    if isinstance(v, str):
-        # the length bound keeps the pattern's matching linear-time short
-        m = _DURATION.match(v) if len(v) <= 40 else None
-        if not m:
-            shown = v if len(v) <= 40 else v[:37] + "..."
-            raise ValueError(f"'{shown}' is not a duration; write e.g. 30, '90s', '500ms' or '5m'")
-        return _seconds(float(m.group(1)) * _UNITS[m.group(2)])
-    raise ValueError("expected a duration such as 30, '90s' or '5m'")
+    return duration(v)
 
 
 def _hang_timeout(v: Any) -> Any:
@@ -58,21 +43,6 @@ def _hang_timeout(v: Any) -> Any:
 
 
 _OFF = ("off", "no", "none", "false", "0")
-
-
-def _seconds(seconds: float) -> float:
-    """``seconds`` within the bounds; an int stays exact (float() of 10**400 overflows)."""
-    if seconds != seconds:  # NaN
-        raise ValueError("a duration must be a number of seconds, not NaN")
-    if seconds <= 0:
-        raise ValueError("a duration must be positive")
-    if seconds < MIN_DURATION_S:
-        raise ValueError("a duration must be at least 1 ms (docs/config.md, section Limits)")
-    if seconds > MAX_DURATION_S:
-        raise ValueError(
-            "a duration can be at most 30 days ('720h'; docs/config.md, section Limits)"
-        )
-    return float(seconds)
 
 
 def _str_map(v: Any) -> Any:

@@ -7,11 +7,11 @@ these without numpy.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import ConfigError
+from ..units import ValueTextError, duration, percentage
 
 __all__ = [
     "STOP_KEYS",
@@ -25,8 +25,6 @@ __all__ = [
 #: `stop.design` values (docs/adaptive.md, "The designs")
 DESIGNS = ("auto", "sequence", "group", "width")  # the others are the study's comparisons
 STOP_KEYS = ("until", "precision", "threshold", "budget", "max_runs", "min_runs", "design")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
-_UNITS = {None: 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 #: most repetitions an adaptive benchmark x method may plan (each is a planned run)
 MAX_RUNS_LIMIT = 1000
 
@@ -67,36 +65,21 @@ class StopSettings:
 
 
 def parse_fraction(value: Any, what: str) -> float:
-    """``1%`` -> 0.01, ``0.5 %`` -> 0.005; a bare number is a fraction (``0.01``)."""
-    text = str(value).strip()
+    """``1%`` -> 0.01, ``0.5 %`` -> 0.005; a bare number is a fraction (``0.01``); the
+    range of :func:`duetbench.units.percentage`."""
     try:
-        if text.endswith("%"):
-            v = float(text[:-1].strip()) / 100.0
-        else:
-            v = float(text)
-    except ValueError:
-        raise ConfigError(f"{what}: {value!r} is not a percentage; write e.g. 1% or 0.01") from None
-    if not 0.0 <= v < 1.0:
-        raise ConfigError(f"{what}: {value!r} must be between 0 % and 100 % (e.g. 1% or 0.01)")
-    return v
+        return percentage(value, what)
+    except ValueTextError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def parse_duration(value: Any, what: str) -> float:
-    """``20m`` -> 1200.0, ``90s``, ``1h``, ``30`` (seconds)."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{what}: write a duration such as 600, '90s', '20m' or '1h'")
-    if isinstance(value, int | float):
-        v = float(value)
-    else:
-        m = _DURATION.match(str(value)) if len(str(value)) <= 40 else None
-        if not m:
-            raise ConfigError(
-                f"{what}: {value!r} is not a duration; write e.g. 600, '90s', '20m' or '1h'"
-            )
-        v = float(m.group(1)) * _UNITS[m.group(2)]
-    if not v > 0:
-        raise ConfigError(f"{what}: the budget must be more than 0 seconds, got {value!r}")
-    return v
+    """``20m`` -> 1200.0, ``90s``, ``1h``, ``30`` (seconds); the range of
+    :func:`duetbench.units.duration`."""
+    try:
+        return duration(value, what)
+    except ValueTextError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _count(value: Any, what: str, low: int) -> int:
