@@ -371,7 +371,7 @@ def test_remove_containers_false_keeps_them(tmp_path: Path, image: str) -> None:
 
 def test_leftovers_of_dead_owners_are_reaped(tmp_path: Path, image: str) -> None:
     from duetbench.execute.container import ContainerExecutor
-    from duetbench.execute.container_cleanup import proc_start as _proc_start
+    from duetbench.proctools.procfs import start_time as _proc_start
 
     token = unique("creap")
     ex = ContainerExecutor(engine="podman")

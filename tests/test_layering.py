@@ -10,7 +10,13 @@ Every import statement of every module counts, including imports inside function
 - argparse is imported only by cli.py, commands/ and the standalone entry points of
   processes duet starts (sync's command line, the microbenchmark worker);
 - no import cycle among first-party modules, with a package's __init__ counted as
-  the module that re-exports what it imports.
+  the module that re-exports what it imports;
+- only the process package (proctools/) reads what ``/proc`` says about a process
+  (``/proc/<pid>/...``, ``/proc/self/...``) or lists ``/proc``: nothing above it
+  reimplements it (code that runs without duetbench cannot import it);
+- code that runs without duetbench (:data:`STANDALONE`) imports only the standard
+  library, and with the modules a benchmark's interpreter loads from the package
+  (:data:`BENCHMARK_SIDE`) it parses as Python 3.8.
 
 Each rule is checked on the real tree and, so the check itself cannot rot, on a
 small tree that breaks it.
@@ -61,15 +67,15 @@ FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     )
 )
 #: The base layer: pure Python, importing only each other.
-BASE = tuple(
-    f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "units", "_version")
-)
+BASE = tuple(f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "units", "_version"))
 #: The layer of every top-level module or package (docs/architecture.md, "Packages and
 #: layers"): a module imports only modules of its own layer or below. `duetbench` is the
 #: package's __init__ (the public `load`).
 LAYERS: dict[str, int] = {
     **dict.fromkeys(("errors", "schema", "options", "records", "units", "_version"), 0),
-    **dict.fromkeys(("config", "plan", "store", "atomic", "sync", "noise", "parse"), 1),
+    **dict.fromkeys(
+        ("config", "plan", "store", "atomic", "sync", "noise", "parse", "proctools"), 1
+    ),
     **dict.fromkeys(("execute", "hosts", "analysis"), 2),
     **dict.fromkeys(
         ("adaptive", "micro", "process", "dataset", "schedule", "history", "host_report"), 3
@@ -221,7 +227,183 @@ def cycles(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[list[str]]:
     return found
 
 
+#: Code that runs without duetbench, in another interpreter (maybe Python 3.8, maybe in a
+#: container): duet micro's worker and the helpers it loads by path, the pyperf shim.
+#: Standard library only (docs/architecture.md, "Code that runs without duetbench");
+#: paths relative to the package.
+STANDALONE = (
+    "micro/worker.py",
+    "micro/calibration.py",
+    "micro/discovery.py",
+    "micro/handshake.py",
+    "micro/apart.py",
+    "micro/cpuswap.py",
+    "sync/pyperf_shim/sitecustomize.py",
+)
+#: What a benchmark's interpreter loads from the package (on its path, maybe mounted into
+#: a container), beside STANDALONE: the per-side driver (``python -m
+#: duetbench.execute.driver``) and the harness side of the handshake (``import
+#: duetbench.sync``, ``python -m duetbench.sync``), with the package modules they pass
+#: through. They import the standard library and each other only.
+BENCHMARK_SIDE = (
+    "__init__.py",
+    "_version.py",
+    "errors.py",
+    "execute/__init__.py",
+    "execute/driver.py",
+    "sync/__init__.py",
+    "sync/__main__.py",
+    "sync/cli.py",
+    "sync/client.py",
+    "sync/coordinator.py",
+    "sync/protocol.py",
+)
+#: Packages a benchmark's interpreter passes through to reach BENCHMARK_SIDE modules: only
+#: the imports that run when they load count (``duetbench.load()`` is never called there).
+PASSED_THROUGH = ("__init__.py", "execute/__init__.py")
+#: The oldest Python these must parse under.
+OLDEST_PYTHON = (3, 8)
+
+#: The package that alone reads /proc about processes (docs/architecture.md).
+PROCESS_PACKAGE = f"{PKG}.proctools"
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the docstring constants of the module, its classes and functions."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _reads_process_proc(node: ast.AST) -> bool:
+    """A path into /proc about processes: ``f"/proc/{pid}..."``, ``"/proc/self/..."``,
+    ``"/proc/123/..."`` or ``"/proc"`` itself (listing processes)."""
+    if isinstance(node, ast.JoinedStr):
+        parts = node.values
+        return any(
+            isinstance(a, ast.Constant)
+            and str(a.value).endswith("/proc/")
+            and isinstance(b, ast.FormattedValue)
+            for a, b in zip(parts, parts[1:], strict=False)
+        )
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value.rstrip("/")
+        rest = text.removeprefix("/proc/")
+        return text == "/proc" or (rest != text and (rest.startswith("self") or rest[:1].isdigit()))
+    return False
+
+
+def proc_readers(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
+    """Modules outside the process package that read /proc about processes, with the line."""
+    found = []
+    # code a benchmark's interpreter runs cannot import the package: its reads stay its own
+    standalone = {module_name(SRC, SRC / rel, PKG) for rel in (*STANDALONE, *BENCHMARK_SIDE)}
+    for name, (tree, _) in modules.items():
+        if _under(name, PROCESS_PACKAGE) or name in standalone:
+            continue
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if id(node) not in docs and _reads_process_proc(node):
+                found.append(f"{name}:{node.lineno} reads /proc (use {PROCESS_PACKAGE}.procfs)")
+    return sorted(set(found))
+
+
+def _is_module(root: Path, package: str, name: str) -> bool:
+    """Whether ``name`` (dotted, under ``package``) is a module or package under ``root``."""
+    if not _under(name, package):
+        return False
+    rel = Path(*name.split(".")[1:]) if name != package else Path()
+    return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run when the module loads (not those inside functions)."""
+    out: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            todo += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            todo += [s for h in getattr(node, "handlers", []) for s in h.body]
+    return out
+
+
+def _imported(
+    root: Path, package: str, name: str, tree: ast.Module, *, loading: bool = False
+) -> list[tuple[str, int]]:
+    """(module, line) of every import statement of module ``name`` (at any place; with
+    ``loading`` only those that run when it loads): ``from p import x`` imports p.x
+    when that is a module of the package, else p."""
+    is_pkg = (
+        (root / Path(*name.split(".")[1:]) / "__init__.py").is_file() if name != package else True
+    )
+    here = name if is_pkg else name.rpartition(".")[0]
+    found: list[tuple[str, int]] = []
+    for node in _module_level(tree) if loading else ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((a.name, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")
+                target = ".".join(
+                    base[: len(base) - (node.level - 1)] + ([node.module] if node.module else [])
+                )
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.append((sub if _is_module(root, package, sub) else target, node.lineno))
+    return found
+
+
+def standalone_problems(root: Path, package: str) -> list[str]:
+    """Every break of the rules of :data:`STANDALONE` and :data:`BENCHMARK_SIDE` under
+    ``root``: a syntax Python 3.8 cannot parse; a standalone file importing anything but
+    the standard library; a benchmark-side module importing anything but the standard
+    library and the benchmark-side modules. Imports inside functions count."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    side = {module_name(root, root / rel, package) for rel in BENCHMARK_SIDE}
+    found = []
+    for rel in (*STANDALONE, *BENCHMARK_SIDE):
+        path = root / rel
+        try:
+            tree = ast.parse(
+                path.read_text(encoding="utf-8"), str(path), feature_version=OLDEST_PYTHON
+            )
+        except SyntaxError as exc:
+            found.append(f"{rel}:{exc.lineno}: not Python {OLDEST_PYTHON[0]}.{OLDEST_PYTHON[1]}")
+            continue
+        allowed = side if rel in BENCHMARK_SIDE else set()
+        name = module_name(root, path, package)
+        for target, line in _imported(root, package, name, tree, loading=rel in PASSED_THROUGH):
+            if target.partition(".")[0] in stdlib or target in allowed:
+                continue
+            what = "the standard library" + (" nor a benchmark-side module" if allowed else "")
+            found.append(f"{rel}:{line} imports {target} (not {what})")
+    return sorted(set(found))
+
+
 # -- the real tree -------------------------------------------------------------------
+
+
+def test_code_that_runs_without_duetbench_keeps_to_the_standard_library_and_python_3_8() -> None:
+    assert standalone_problems(SRC, PKG) == []
+
+
+def test_the_architecture_page_lists_the_code_that_runs_without_duetbench() -> None:
+    page = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Code that runs without duetbench", 1)[1].split("\n## ", 1)[0]
+    for rel in (*STANDALONE, *BENCHMARK_SIDE):
+        assert f"`{rel}`" in section, rel
+
+
+def test_only_the_process_package_reads_proc_about_processes() -> None:
+    assert proc_readers(read_tree(SRC, PKG)) == []
 
 
 def test_every_package_imports_only_what_its_layer_may() -> None:
@@ -314,6 +496,80 @@ def test_a_new_top_level_module_needs_a_layer(tmp_path: Path) -> None:
     files["gadget.py"] = "from duetbench import errors\n"
     with pytest.raises(AssertionError, match="gadget: a new top-level module"):
         violations(_tree(tmp_path, files))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'open(f"/proc/{pid}/stat")',
+        'Path("/proc/self/cmdline").read_bytes()',
+        'os.listdir("/proc")',
+        'Path("/proc") / str(pid) / "stat"',
+        'Path(f"/proc/{pid}/task/{tid}/children")',
+    ],
+)
+def test_a_proc_reader_outside_the_process_package_is_found(tmp_path: Path, line: str) -> None:
+    files = dict(CLEAN)
+    files["execute/hang.py"] = (
+        f'"""Reads ``/proc/<pid>/stat`` (a docstring is fine)."""\nx = {line}\n'
+    )
+    files["proctools/procfs.py"] = 'x = open(f"/proc/{pid}/stat")\n'
+    found = proc_readers(_tree(tmp_path, files))
+    assert found == [f"{PKG}.execute.hang:2 reads /proc (use {PROCESS_PACKAGE}.procfs)"]
+    files["execute/hang.py"] = 'x = Path("/proc/cpuinfo").read_text()  # a host fact\n'
+    assert proc_readers(_tree(tmp_path, files)) == []
+
+
+def _standalone_tree(tmp_path: Path, **changed: str) -> Path:
+    """A copy of the real standalone and benchmark-side files, with ``changed`` ones
+    (key: the path with / and . as _) replaced."""
+    root = tmp_path / "pkg"
+    for rel in (*STANDALONE, *BENCHMARK_SIDE):
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        key = rel.replace("/", "_").replace(".", "_")
+        dest.write_text(changed.get(key, (SRC / rel).read_text(encoding="utf-8")))
+    for rel in ("options.py", "records.py", "execute/base.py"):  # modules off the lists
+        (root / rel).write_text("")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "says"),
+    [
+        ("micro_apart_py", "import numpy\n", "micro/apart.py:1 imports numpy"),
+        (
+            "micro_cpuswap_py",
+            "def f():\n    from duetbench import errors\n",
+            "imports duetbench.errors",
+        ),
+        (
+            "micro_discovery_py",
+            "from . import calibration\n",
+            "imports duetbench.micro.calibration",
+        ),
+        (
+            "execute_driver_py",
+            "def f():\n    from .base import Executor\n",
+            "imports duetbench.execute.base",
+        ),
+        ("micro_handshake_py", "match x:\n    case 1:\n        pass\n", "not Python 3.8"),
+        ("sync_client_py", "import pandas\n", "sync/client.py:1 imports pandas"),
+        ("sync_protocol_py", "from ..records import RunRecord\n", "imports duetbench.records"),
+        ("sync_cli_py", "from duetbench import options\n", "imports duetbench.options"),
+    ],
+)
+def test_a_standalone_file_that_breaks_its_rule_is_found(
+    tmp_path: Path, key: str, text: str, says: str
+) -> None:
+    assert standalone_problems(_standalone_tree(tmp_path), PKG) == []
+    found = standalone_problems(_standalone_tree(tmp_path, **{key: text}), PKG)
+    assert len(found) == 1 and says in found[0], found
+
+
+def test_the_driver_may_import_the_handshake_it_runs(tmp_path: Path) -> None:
+    late = "def f():\n    from duetbench import sync\n    from ..sync import protocol\n"
+    assert standalone_problems(_standalone_tree(tmp_path, execute_driver_py=late), PKG) == []
 
 
 def test_an_import_cycle_is_found_also_through_a_function_and_a_package_init(

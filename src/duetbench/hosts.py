@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .execute.guarded import run_captured
+from .proctools.guarded import run_captured
 
 
 def host_name() -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import DuetError
-from ..execute.guarded import run_captured
+from ..proctools.guarded import run_captured
 
 __all__ = ["BuildError", "Trees", "git", "resolve"]
 

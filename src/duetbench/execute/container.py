@@ -49,8 +49,9 @@ from typing import Any
 from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
+from ..proctools.procfs import start_time
 from ..schema import RunStatus, SideStatus
-from .container_cleanup import ContainerGuard, Owner, labels, proc_start, reap_dead_owners
+from .container_cleanup import ContainerGuard, Owner, labels, reap_dead_owners
 from .container_engine import (
     ENGINE_TIMEOUT,
     KEEPALIVE,
@@ -135,7 +136,7 @@ class ContainerExecutor(LocalExecutor):
         self.name = self.engine.kind
         self.session = uuid.uuid4().hex[:12]
         self.owner = os.getpid()
-        self.owner_start = proc_start(self.owner)
+        self.owner_start = start_time(self.owner)
         self.harness_path = _package_file("container_harness.sh")
         self.guard_path = _package_file("container_guard.sh")
         self.sync_sh_path = _package_file("duet_sync.sh", "duetbench.sync")

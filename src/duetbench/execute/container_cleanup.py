@@ -14,18 +14,9 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
+from ..proctools.procfs import gone, start_time
 from .container_engine import Engine, engine_run
-
-
-def proc_start(pid: int) -> str:
-    """The process's start time (clock ticks since boot): with the pid, identifies a process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
 
 
 @dataclass(frozen=True)
@@ -87,10 +78,8 @@ def reap_dead_owners(engine: Engine, host: str) -> list[str]:
             owner = int(found.get("duetbench.owner", ""))
         except ValueError:
             continue
-        alive = Path(f"/proc/{owner}").exists() and (
-            proc_start(owner) == found.get("duetbench.owner_start", proc_start(owner))
-        )
-        if alive:
+        start = found.get("duetbench.owner_start")  # none: a container of an older duet
+        if not gone(owner, start if start is not None else start_time(owner)):
             continue
         (remove if found.get("duetbench.remove", "1") == "1" else stop).append(name.lstrip("/"))
     if remove:

@@ -12,19 +12,20 @@ processes -- the processes of the side's process group, found by scanning ``/pro
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 
-from .hang import stat_fields
+from ..proctools.procfs import PGRP as _PGRP
+from ..proctools.procfs import PROCESSOR as _PROCESSOR
+from ..proctools.procfs import STATE as _STATE
+from ..proctools.procfs import pids as proc_pids
+from ..proctools.procfs import stat_fields
 
 #: seconds between two looks at where the sides' known processes run (a few stat reads)
 WATCH_PERIOD = 0.2
 #: seconds between two scans of /proc for the sides' processes (one scan: ~1 ms per 60
 #: processes here, so the watch costs well under 0.1 % of a CPU)
 SCAN_PERIOD = 2.0
-#: hang.stat_fields: state, pgrp and processor
-_STATE, _PGRP, _PROCESSOR = 0, 2, 36
 
 
 class CpuWatch:
@@ -54,10 +55,7 @@ class CpuWatch:
         if now >= self._next_scan:
             self._next_scan = now + self._gap
             self._gap = min(self.scan, 2 * self._gap)
-            try:
-                pids = [e for e in os.listdir("/proc") if e.isdigit()]
-            except OSError:
-                pids = []
+            pids = proc_pids()
             self._members = {}
         else:
             pids = list(self._members)

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..proctools import procfs
+
 #: A side counts as idle while it uses less than this share of one CPU.
 IDLE_CPU_SHARE = 0.01
 #: clock ticks per second of /proc CPU times (also used by loadwatch.py)
@@ -40,77 +42,9 @@ class CpuProbe(Protocol):
         ...
 
 
-def stat_fields(pid: int | str) -> list[bytes] | None:
-    """The fields of ``/proc/<pid>/stat`` after ``(comm)`` (which may hold spaces and
-    parentheses): state is [0], pgrp [2], utime [11], processor [36]; None when gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()
-
-
-def _ticks(pid: int) -> int | None:
-    """utime + stime + cutime + cstime of ``pid`` (clock ticks), None when it is gone."""
-    fields = stat_fields(pid)
-    if fields is None:
-        return None
-    try:
-        return sum(int(x) for x in fields[11:15])
-    except (ValueError, IndexError):
-        return None
-
-
-def _children(pid: int) -> list[int] | None:
-    """Children of ``pid`` (of all its threads); None when the kernel does not list them."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    out: list[int] = []
-    for tid in tids:
-        try:
-            out.extend(int(x) for x in Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
-        except FileNotFoundError:
-            if os.path.isdir(f"/proc/{pid}/task/{tid}"):
-                return None  # no CONFIG_PROC_CHILDREN: scan /proc instead
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def _descendants_by_scan(root: int) -> list[int]:
-    parent: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_bytes()
-            parent[int(name)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    kids: dict[int, list[int]] = {}
-    for pid, ppid in parent.items():
-        kids.setdefault(ppid, []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(kids.get(pid, ()))
-    return out
-
-
 def process_tree(root: int) -> list[int]:
     """``root`` and every process descended from it."""
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        kids = _children(pid)
-        if kids is None:
-            return _descendants_by_scan(root)
-        todo.extend(kids)
-    return out
+    return procfs.descendants(root)
 
 
 class ProcessTreeCpu:
@@ -129,7 +63,7 @@ class ProcessTreeCpu:
     def cpu_seconds(self) -> float | None:
         now: dict[int, int] = {}
         for pid in process_tree(self.root):
-            t = _ticks(pid)
+            t = procfs.ticks(pid)
             if t is not None:
                 now[pid] = t
         if self.root not in now:  # the side has ended, or there is no /proc here
@@ -143,9 +77,8 @@ class ProcessTreeCpu:
 def _cgroup_mounts() -> tuple[str | None, str | None]:
     """Mount points of the v1 ``cpuacct`` hierarchy and of the v2 hierarchy."""
     v1 = v2 = None
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
+    lines = procfs.mountinfo_lines()
+    if lines is None:
         return None, None
     for line in lines:
         pre, _, post = line.partition(" - ")
@@ -169,9 +102,8 @@ class CgroupCpu:
     @classmethod
     def of_process(cls, pid: int) -> CgroupCpu | None:
         """The cgroup ``pid`` is in, if its CPU usage can be read here."""
-        try:
-            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-        except OSError:
+        lines = procfs.cgroup_lines(pid)
+        if lines is None:
             return None
         v1, v2 = _cgroup_mounts()
         for line in lines:

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..hosts import available_cpus, host_name
 from ..plan import RunSpec, SideSpec
+from ..proctools.groups import group_alive, kill_group
 from ..records import UNSYNCHRONISED, RunRecord, SideRecord, cpu_seconds, unsynchronised
 from ..schema import Method, RunStatus, SideStatus
 from .cpuwatch import CpuWatch
-from .guarded import group_alive, kill_group
 from .hang import CpuProbe, HangWatch, ProcessTreeCpu, hung_message
 from .placement import SHARED, Placement, resolve_placement
 

@@ -31,10 +31,11 @@ Process layout and cleanup (Linux):
   every 50 ms); it stops its load processes, which carry their own parent-death signal.
 
 Modules: ``bursts`` (the seeded schedule), ``neighbour`` (:class:`NoisyNeighbour`),
-``controller`` (the controller process and its entry point), ``cleanup`` (process
-groups, prctl, the exit/signal registry). ``duet noise`` is ``duetbench.commands.noise``.
+``controller`` (the controller process and its entry point), ``cleanup`` (the
+exit/signal registry); process groups and prctl are ``duetbench.proctools.groups``. ``duet noise`` is ``duetbench.commands.noise``.
 """
 
+from ..proctools.groups import group_processes
 from .bursts import (
     DEFAULT_HORIZON_S,
     DEFAULT_OFF_RANGE,
@@ -43,7 +44,6 @@ from .bursts import (
     draw_bursts,
     patterns,
 )
-from .cleanup import group_processes
 from .neighbour import NoisyNeighbour
 
 __all__ = [

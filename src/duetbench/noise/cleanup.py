@@ -1,9 +1,8 @@
-"""Process bookkeeping of the neighbour (docs/noise.md, "Processes and cleanup guarantees").
+"""The neighbours' cleanup registry (docs/noise.md, "Processes and cleanup guarantees").
 
-- :func:`group_processes` lists a process group's live members from ``/proc``;
-- :func:`prctl` names a process and arms its parent-death signal (Linux);
-- :data:`REGISTRY` stops every running neighbour of this process at exit and on
-  SIGINT/SIGTERM/SIGHUP (the only module-level state of the package).
+:data:`REGISTRY` stops every running neighbour of this process at exit and on
+SIGINT/SIGTERM/SIGHUP (the only module-level state of the package). Process groups
+and ``prctl`` are :mod:`duetbench.proctools.groups`.
 """
 
 from __future__ import annotations
@@ -11,56 +10,9 @@ from __future__ import annotations
 import atexit
 import os
 import signal
-import sys
 import threading
 from types import FrameType
 from typing import Any, Protocol
-
-PR_SET_NAME = 15
-PR_SET_PDEATHSIG = 1
-
-
-def group_processes(pgid: int) -> list[tuple[int, str]]:
-    """Live (non-zombie) processes whose process group is ``pgid``: ``(pid, comm)`` pairs."""
-    found: list[tuple[int, str]] = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        close = stat.rfind(")")
-        fields = stat[close + 2 :].split()
-        if len(fields) < 3 or fields[0] in ("Z", "X") or int(fields[2]) != pgid:
-            continue
-        found.append((int(entry.name), stat[stat.find("(") + 1 : close]))
-    return found
-
-
-def killpg(pgid: int, sig: int) -> None:
-    """Signal a process group that may already be gone."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def libc() -> Any:
-    """The C library (for prctl), or None where it cannot be loaded."""
-    import ctypes  # only the controller and its children call prctl
-
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover - not Linux/glibc
-        return None
-
-
-def prctl(lib: Any, option: int, arg: int | bytes) -> None:
-    """``prctl(option, arg)`` through ``lib`` (from :func:`libc`); a no-op off Linux."""
-    if lib is not None and sys.platform.startswith("linux"):
-        lib.prctl(option, arg, 0, 0, 0)
 
 
 class Stoppable(Protocol):

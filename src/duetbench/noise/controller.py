@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
+from ..proctools.groups import PR_SET_NAME, PR_SET_PDEATHSIG, group_processes, libc, prctl
 from .bursts import Burst, draw_bursts
-from .cleanup import PR_SET_NAME, PR_SET_PDEATHSIG, group_processes, libc, prctl
 
 #: what the parent runs with ``python -c``; the spec (JSON) is the first argument
 LAUNCH_CODE = (

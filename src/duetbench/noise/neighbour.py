@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import DuetError, ExecutorError
+from ..proctools.groups import group_processes, kill_group
 from .bursts import (
     DEFAULT_HORIZON_S,
     DEFAULT_OFF_RANGE,
@@ -30,7 +31,7 @@ from .bursts import (
     check_range,
     draw_bursts,
 )
-from .cleanup import REGISTRY, group_processes, killpg
+from .cleanup import REGISTRY
 from .controller import LAUNCH_CODE
 
 _POLL_S = 0.05  # how often wait() looks whether the controller has ended
@@ -232,7 +233,7 @@ class NoisyNeighbour:
             return
         if self._owner_pid != os.getpid():  # a forked child does not own the neighbour
             return
-        killpg(pgid, signal.SIGTERM)
+        kill_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
         while time.monotonic() < deadline:
             proc.poll()
@@ -240,7 +241,7 @@ class NoisyNeighbour:
                 break
             time.sleep(0.01)
         if proc.poll() is None or group_processes(pgid):
-            killpg(pgid, signal.SIGKILL)
+            kill_group(pgid, signal.SIGKILL)
             end = time.monotonic() + 2.0
             while (proc.poll() is None or group_processes(pgid)) and time.monotonic() < end:
                 time.sleep(0.01)

@@ -15,9 +15,9 @@ from ..config.limits import HostCpus, check_cpus_here
 from ..config.model import Experiment
 from ..errors import DuetError, ResultsDirError
 from ..execute.base import get_executor
-from ..execute.guarded import Guarded, run_captured
 from ..hosts import detect_host, host_name, run_artifacts
 from ..plan import RunSpec, make_plan
+from ..proctools.guarded import Guarded, run_captured
 from ..records import RunRecord
 from ..store import ResultsStore, is_empty_dir
 from .adaptive import StopTracker

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import ResultsDirError
+from ..proctools.procfs import cmdline
 from .layout import EXPERIMENT_FILE, LOCK_FILE
 
 
@@ -56,12 +57,7 @@ class Holder:
 
 
 def _command_line() -> str:
-    try:
-        raw = Path("/proc/self/cmdline").read_bytes()
-        args = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-    except OSError:
-        args = []
-    return shlex.join(args or sys.argv)
+    return shlex.join(cmdline() or sys.argv)
 
 
 def read_holder(path: Path) -> Holder | None:

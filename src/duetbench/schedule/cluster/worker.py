@@ -18,15 +18,15 @@ import stat
 import tempfile
 import time
 import uuid
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from ...execute.base import get_executor
-from ...execute.container_cleanup import proc_start
-from ...execute.guarded import run_captured
 from ...hosts import detect_host, host_name, run_artifacts
 from ...plan import RunSpec
+from ...proctools.groups import kill_group
+from ...proctools.guarded import run_captured
+from ...proctools.procfs import PPID, boot_id, cmdline, gone, pids, start_time, stat_fields
 
 #: Environment variable naming the host a worker reports (default: its host name). Lets
 #: several workers on one machine count as distinct hosts (``local:N``, tests).
@@ -120,28 +120,11 @@ def strip_dask_environ() -> list[str]:
 OWNER_FILE = ".duet-owner"
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
 def _owner(pid: int | None = None) -> str:
     """Who builds a run directory: this machine (host name, boot) and the worker process
     (pid and start time, as container_cleanup identifies a container's owner)."""
     pid = os.getpid() if pid is None else pid
-    return f"{host_name()} {_boot_id()} {pid} {proc_start(pid)}"
-
-
-def _gone(pid: int, start: str) -> bool:
-    """The process that wrote ``pid start`` has ended (or is a zombie: it builds nothing)."""
-    if proc_start(pid) != start:  # no such process, or the pid is another's now
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
-    except (OSError, IndexError):
-        return True
+    return f"{host_name()} {boot_id()} {pid} {start_time(pid)}"
 
 
 def sweep_dead_workers_dirs(work: str | None) -> list[Path]:
@@ -167,7 +150,7 @@ def sweep_dead_workers_dirs(work: str | None) -> list[Path]:
         parts = owner.rsplit(" ", 2)  # machine, pid, start
         if len(parts) != 3 or parts[0] != me or not parts[1].isdigit():
             continue
-        if not _gone(int(parts[1]), parts[2]):
+        if not gone(int(parts[1]), parts[2]):  # a zombie builds nothing either
             continue
         shutil.rmtree(d, ignore_errors=True)
         if not d.exists():
@@ -218,16 +201,14 @@ def abort_session(token: str) -> int:
     """
     killed = 0
     me = os.getpid()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
+    for pid in pids():
+        fields, args = stat_fields(pid), cmdline(pid)
         try:
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, IndexError, ValueError):
+            ppid = int(fields[PPID]) if fields is not None else None
+        except (IndexError, ValueError):
             continue
+        cmd = " ".join(args or ())
         if ppid == me and "duetbench.execute.driver" in cmd and f"duet-{token}-" in cmd:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(d.name), signal.SIGTERM)
-                killed += 1
+            kill_group(int(pid), signal.SIGTERM)
+            killed += 1
     return killed

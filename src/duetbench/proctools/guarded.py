@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .groups import group_alive, kill_group
+
 #: The guard: the first line is the process group, the second ``done`` (stop guarding);
 #: end-of-file before ``done`` means duet run is gone: stop the group. Own session, so
 #: Ctrl-C at the terminal and hang-ups never reach it. ``$1``: polls of 50 ms before SIGKILL.
@@ -53,23 +55,6 @@ exit 0
 
 #: Seconds between SIGTERM and SIGKILL when the guard stops a group (duet run is gone).
 GUARD_GRACE = 5.0
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Guarded:
