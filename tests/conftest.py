@@ -24,22 +24,6 @@ from tests.helpers import (
     run_duet,
 )
 
-from duetbench.records import KEEP_UNBALANCED_ENV
-
-# Duet runs whose sides got unequal CPU shares beside other work are left out of the
-# analysis (docs/statistics.md, "Notes"). On a busy CI machine that happens to any test's
-# runs, so the tests of other features keep them (their counts and verdicts are what
-# they check); tests/test_unbalanced.py and tests/test_intruder.py turn it back on.
-os.environ.setdefault(KEEP_UNBALANCED_ENV, "1")
-LEAVE_OUT_UNBALANCED = {KEEP_UNBALANCED_ENV: "0"}
-
-
-@pytest.fixture
-def leave_out_unbalanced(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The product's default in this process, and the environment for `duet` commands."""
-    monkeypatch.setenv(KEEP_UNBALANCED_ENV, "0")
-    return dict(LEAVE_OUT_UNBALANCED)
-
 
 @pytest.fixture
 def write_config(tmp_path: Path):

@@ -206,9 +206,9 @@ def test_equivalent_needs_the_interval_inside_the_threshold() -> None:
     d = decide(_values(0.001, 0.004, 12), rule)
     assert d.verdict is Outcome.EQUIVALENT and d.stop
     assert -0.02 < d.low and d.high < 0.02
-    # without a threshold nothing is ever equivalent
+    # without a threshold nothing is ever equivalent: no change detected is not a decision
     no_t = decide(_values(0.001, 0.004, 12), StopRule.create(until="decided"))
-    assert no_t.verdict is Outcome.INCONCLUSIVE and not no_t.stop
+    assert no_t.verdict is Outcome.NO_CHANGE and not no_t.stop
 
 
 def test_min_runs_max_runs_and_budget() -> None:
@@ -221,7 +221,7 @@ def test_min_runs_max_runs_and_budget() -> None:
     assert decide(noisy, rule, seconds=50.0).reason is StopReason.MAX_RUNS
     # 9 runs took 91 s: a tenth would overrun the 100 s budget
     d = decide(noisy[:9], rule, seconds=91.0)
-    assert d.stop and d.reason is StopReason.BUDGET and d.verdict is Outcome.INCONCLUSIVE
+    assert d.stop and d.reason is StopReason.BUDGET and d.verdict is Outcome.NO_CHANGE
     assert "budget reached" in d.explanation
     assert d.runs_to_goal is not None
     assert d.seconds_to_goal == pytest.approx(91.0 / 9 * d.runs_to_goal)

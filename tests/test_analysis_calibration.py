@@ -20,7 +20,7 @@ BASE = dict(run_sd=0.03, iter_sd=0.01, outlier_p=0.01, iterations=30, categorica
 
 def alarms(res: pd.DataFrame) -> pd.Series:
     """Share of experiments not judged ``same``, per test and method."""
-    return (res["verdict"] != "same").groupby([res["test"], res["method"]]).mean()
+    return (res["verdict"] != "no change detected").groupby([res["test"], res["method"]]).mean()
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ def hosts_aa() -> pd.DataFrame:
 
 
 def false_alarms(res: pd.DataFrame) -> float:
-    return float((res["verdict"] != "same").mean())
+    return float((res["verdict"] != "no change detected").mean())
 
 
 def test_host_clustered_false_alarm_rate_is_nominal_and_run_level_is_not(

@@ -110,10 +110,10 @@ def test_ratio_test_names_the_first_non_positive_duration() -> None:
     msg = str(err.value)
     assert "benchmark json, method seqn, run 2, pair B, iteration 4 (0 ns)" in msg
     assert "--test diff" in msg
-    # the difference test takes it: every group judged (an A/A simulation: "same"), the
+    # the difference test takes it: every group judged (an A/A simulation: no change), the
     # 0 ns iteration counted in B's mean
     res = compare(df, test="diff").set_index(["benchmark", "method"])
-    assert res["verdict"].tolist() == ["same"] * 4
+    assert res["verdict"].tolist() == ["no change detected"] * 4
     assert (res["runs"] == 3).all() and (res["pairs"] == 90).all()
     b = df[(df.benchmark == "json") & (df.method == "seqn") & (df.pair == "B")]
     assert res.loc[("json", "seqn"), "mean_b_ns"] == pytest.approx(b["duration_ns"].mean())

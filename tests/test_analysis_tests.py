@@ -100,7 +100,7 @@ def test_u_test_verdict_and_direction() -> None:
     a = np.arange(100, 140)
     assert mann_whitney_u(a, a + 30).verdict == "slower"
     assert mann_whitney_u(a + 30, a).verdict == "faster"
-    assert mann_whitney_u(a, a).verdict == "same"
+    assert mann_whitney_u(a, a).verdict == "no change detected"
     assert mann_whitney_u(a, a + 30).estimate > 0.5
 
 
@@ -110,14 +110,26 @@ def test_u_test_verdict_and_direction() -> None:
 def test_verdicts_with_and_without_a_practical_threshold() -> None:
     lo = [-0.01, 0.002, 0.02, -0.03, -0.008, np.nan]
     hi = [0.01, 0.008, 0.04, -0.02, -0.001, 0.1]
-    assert list(verdicts(lo, hi)) == ["same", "slower", "slower", "faster", "faster", "no data"]
-    assert list(verdicts(lo, hi, threshold=0.01)) == [
-        "same",
-        "same (below threshold)",
+    assert list(verdicts(lo, hi)) == [
+        "no change detected",  # the interval holds 0: equal within +-1 %
+        "slower",
         "slower",
         "faster",
-        "same (below threshold)",
+        "faster",
         "no data",
+    ]
+    assert list(verdicts(lo, hi, threshold=0.01)) == [
+        "inconclusive",  # reaches the threshold: cannot tell whether it is inside
+        "equivalent",  # a change, but inside +-1 %
+        "slower",
+        "faster",
+        "equivalent",
+        "no data",
+    ]
+    # an unbounded interval (2 runs) cannot say equal; with a threshold, too wide to tell
+    assert list(verdicts([-np.inf, 0.01], [np.inf, np.inf], threshold=0.0)) == [
+        "inconclusive",
+        "slower",
     ]
     with pytest.raises(AnalysisError):
         verdicts(lo, hi, threshold=-0.1)
@@ -203,7 +215,7 @@ def test_compare_output_and_groups_without_pairs() -> None:
     assert len(res) == 6
     row = res[(res["benchmark"] == "bench001") & (res["method"] == "seqn")].iloc[0]
     assert row["verdict"] == "no data" and row["pairs"] == 0 and np.isnan(row["change"])
-    assert set(res["verdict"]) <= {"same", "slower", "faster", "no data"}
+    assert set(res["verdict"]) <= {"no change detected", "slower", "faster", "no data"}
     per_host = compare(df, by=("host", "suite", "benchmark", "method"))
     assert "host" in per_host.columns and len(per_host) == 6
     with pytest.raises(AnalysisError):
@@ -217,7 +229,8 @@ def test_compare_output_and_groups_without_pairs() -> None:
 def test_practical_threshold_on_a_small_change() -> None:
     df = simulate(benchmarks=3, methods=("sduet",), runs=10, iterations=30, slowdown=0.03, seed=6)
     assert set(compare(df)["verdict"]) == {"slower"}
-    assert set(compare(df, threshold=0.05)["verdict"]) == {"same (below threshold)"}
+    assert set(compare(df, threshold=0.05)["verdict"]) <= {"equivalent", "inconclusive"}
+    assert set(compare(df, threshold=0.2)["verdict"]) == {"equivalent"}
     assert set(compare(df, threshold=0.01)["verdict"]) == {"slower"}
 
 
@@ -244,7 +257,7 @@ def aa() -> pd.DataFrame:
 @pytest.mark.parametrize("test", ["ratio", "diff"])
 def test_aa_default_intervals_say_same_at_nominal_rate(aa: pd.DataFrame, test: str) -> None:
     res = compare(aa, test=test)
-    same = (res["verdict"] == "same").groupby(res["method"]).mean()
+    same = (res["verdict"] == "no change detected").groupby(res["method"]).mean()
     assert set(same.index) == {"seqn", "aduet", "sduet"}
     for method, rate in same.items():
         assert 0.93 <= rate <= 0.98, (method, rate)
@@ -257,8 +270,8 @@ def test_aa_bca_has_a_higher_false_alarm_rate(aa: pd.DataFrame) -> None:
     """
     t = compare(aa, test="ratio")
     bca = compare(aa, test="ratio", interval="bca", resamples=2999)
-    fa_t = (t["verdict"] != "same").groupby(t["method"]).mean()
-    fa_bca = (bca["verdict"] != "same").groupby(bca["method"]).mean()
+    fa_t = (t["verdict"] != "no change detected").groupby(t["method"]).mean()
+    fa_bca = (bca["verdict"] != "no change detected").groupby(bca["method"]).mean()
     assert (fa_bca > fa_t).all()
     assert (fa_bca > 0.07).all()
 

@@ -76,13 +76,16 @@ def test_utest_is_the_signed_rank_test_of_the_run_values() -> None:
 def test_utest_with_a_practical_threshold() -> None:
     df = sduet_runs([1.03, 1.02, 1.04, 1.03, 1.01, 1.025, 1.035, 1.03])
     assert compare(df, test="utest", threshold=0.005)["verdict"].item() == "slower"
-    assert compare(df, test="utest", threshold=0.05)["verdict"].item() == "same (below threshold)"
+    # every run inside +-5 %: the two one-sided rank tests call it equivalent
+    assert compare(df, test="utest", threshold=0.05)["verdict"].item() == "equivalent"
+    # runs on both sides of +3 %: neither beyond it nor inside it
+    assert compare(df, test="utest", threshold=0.03)["verdict"].item() == "inconclusive"
 
 
 def test_utest_needs_six_runs_at_95_percent() -> None:
     """All five runs slower is p = 1/16: no rank test of 5 runs can say slower at 95 %."""
     five = sduet_runs([1.05, 1.06, 1.05, 1.07, 1.05])
-    assert compare(five, test="utest")["verdict"].item() == "same"
+    assert compare(five, test="utest")["verdict"].item() == "no change detected"
     assert compare(five, test="utest", confidence=0.9)["verdict"].item() == "slower"
     six = sduet_runs([1.05, 1.06, 1.05, 1.07, 1.05, 1.06])
     assert compare(six, test="utest")["verdict"].item() == "slower"
@@ -104,12 +107,12 @@ def test_the_pooled_u_test_is_available_and_labelled_not_calibrated() -> None:
     pooled = compare(aa, test="utest-pooled")
     assert set(pooled["test"]) == {"utest-pooled"} and not pooled["calibrated"].any()
     # iterations of a run share its state: the pooled test cries wolf on A/A
-    assert (pooled["verdict"] != "same").mean() > 0.3
-    alarms = pooled["verdict"] != "same"
+    assert (pooled["verdict"] != "no change detected").mean() > 0.3
+    alarms = pooled["verdict"] != "no change detected"
     assert (pooled["p_value"][alarms] < 0.05).all()
     assert compare(aa, test="utest-thesis")["verdict"].equals(pooled["verdict"])  # an alias
     ranked = compare(aa, test="utest")
-    assert (ranked["verdict"] != "same").mean() < 0.1
+    assert (ranked["verdict"] != "no change detected").mean() < 0.1
 
 
 def test_compare_tests_equals_compare_of_each_test() -> None:

@@ -65,21 +65,23 @@ ICONS = {"slower": "🔴 slower", "faster": "🟢 faster"}
 def expected_verdict(row: dict[str, Any], settings: dict[str, Any]) -> str:
     """The verdict docs/statistics.md defines, derived from the row's own numbers."""
     t = settings["threshold"]
-    if settings["test"] == "utest":
+    if settings["test"] == "utest" and not t:
         p, change = row["p_value"], row["change"]
         if p is None or change is None:
             return "no data"
         if p < 1 - settings["confidence"]:
             return "slower" if change > 0 else "faster"
-        return "same"
+        return "no change detected"
     lo, hi = row["ci_low"], row["ci_high"]
     if lo is None or hi is None:
         return "no data"
-    if lo > 0:
-        return "slower" if lo > t else "same (below threshold)"
-    if hi < 0:
-        return "faster" if hi < -t else "same (below threshold)"
-    return "same"
+    if lo > 0 and lo > t:
+        return "slower"
+    if hi < 0 and hi < -t:
+        return "faster"
+    if t:
+        return "equivalent" if -t < lo and hi < t else "inconclusive"
+    return "no change detected"
 
 
 def check_doc(doc: dict[str, Any]) -> dict[str, Any]:
@@ -88,11 +90,22 @@ def check_doc(doc: dict[str, Any]) -> dict[str, Any]:
     assert doc["summary"] == {
         "slower": verdicts.count("slower"),
         "faster": verdicts.count("faster"),
-        "same": sum(v.startswith("same") for v in verdicts),
+        "no_change": verdicts.count("no change detected"),
+        "equivalent": verdicts.count("equivalent"),
+        "inconclusive": verdicts.count("inconclusive"),
+        "same": len(verdicts) - sum(verdicts.count(v) for v in ("slower", "faster", "no data")),
         "no_data": verdicts.count("no data"),
     }
     for r in doc["rows"]:
         assert r["verdict"] == expected_verdict(r, doc["settings"]), r
+        # every number says what it is: p_value is the verdict's own test's
+        if r["p_value"] is not None:
+            test = doc["settings"]["test"]
+            assert r["p_value_test"] == ("pooled-u" if test == "utest-pooled" else "signed-rank")
+            own = r["u_p_value"] if test == "utest-pooled" else r["rank_p_value"]
+            assert r["p_value"] == own, r
+        if r["verdict"] in ("no change detected", "equivalent", "inconclusive"):
+            assert r["within"] == pytest.approx(max(abs(r["ci_low"]), abs(r["ci_high"])))
         if r["ci_low"] is not None:
             assert r["ci_width"] == pytest.approx(r["ci_high"] - r["ci_low"])
         if r["verdict"] == "no data":  # no pair, or a single run (no interval)
@@ -133,11 +146,17 @@ def duration(ns: float | None) -> str:
     raise AssertionError(ns)
 
 
-def cells(row: dict[str, Any], test: str) -> list[str]:
+def cells(row: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """A JSON row as the terminal and Markdown tables show it: the p-value is the one of
-    the verdict's test (the pooled U test's for utest-pooled, else the signed-rank's)."""
+    the verdict's test (the pooled U test's for utest-pooled, else the signed-rank's); a
+    verdict that B equals A says within how much."""
     ci = "-" if row["ci_low"] is None else f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
-    p = row["p_value"] if test == "utest-pooled" else row["rank_p_value"]
+    p = row["u_p_value"] if settings["test"] == "utest-pooled" else row["rank_p_value"]
+    verdict = row["verdict"]
+    if verdict == "no change detected":
+        verdict += f" (±{row['within'] * 100:.1f} %)"
+    elif verdict == "equivalent":
+        verdict += f" (±{settings['threshold'] * 100:g} %)"
     return [
         row["benchmark"] + (f" @{row['host']}" if row["host"] else ""),
         row["method"],
@@ -148,7 +167,7 @@ def cells(row: dict[str, Any], test: str) -> list[str]:
         "-" if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001"),
         str(row["runs"]),
         str(row["pairs"]),
-        row["verdict"],
+        verdict,
     ]
 
 
@@ -170,7 +189,7 @@ def assert_tables_show(doc: dict[str, Any], source: str, *args: str) -> tuple[st
     md_rc, md = duet("compare", source, *args, "--format", "markdown")
     term_rc, term = duet("compare", source, *args)
     assert md_rc == term_rc == 0, md + term
-    want = [cells(r, doc["settings"]["test"]) for r in doc["rows"]]
+    want = [cells(r, doc["settings"]) for r in doc["rows"]]
     assert terminal_rows(term) == want
     assert markdown_rows(md) == [[*c[:-1], ICONS.get(c[-1], c[-1])] for c in want]
     return md_plain(md), term
@@ -239,7 +258,7 @@ def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
         )
         assert ("runs_lost" in row["warnings"]) == (row["runs"] < left)
         assert (row["unkept_overlap"] is None) == (row["method"] != "aduet")
-        if row["runs"]:
+        if row["runs"] >= 2:  # one run left (the others unbalanced) has no interval
             assert row["pairs"] > 0 and row["ci_low"] <= row["change"] <= row["ci_high"], row
     md_text, term_text = assert_tables_show(doc, str(quickstart_results))
     for note in doc["notes"]:
@@ -259,11 +278,12 @@ def test_fail_on_regression_and_threshold(tmp_path):
     rows = {row["method"]: row for row in doc["rows"]}
     assert rows["sduet"]["verdict"] == "slower" and doc["settings"]["threshold"] == 0.0
     assert 0.04 < rows["sduet"]["change"] < 0.06
-    # a 5 % change is below a 10 % practical threshold: only the verdicts change
+    # a 5 % change is inside a 10 % practical threshold: only the verdicts change (and
+    # within, which says how equal an equivalent B is)
     thr = compare_json(str(slow), "--threshold", "10%", "--fail-on-regression", expect_rc=0)
     assert thr["settings"]["threshold"] == 0.1
-    assert [r["verdict"] for r in thr["rows"]] == ["same (below threshold)"] * 2
-    drop = ("verdict",)
+    assert [r["verdict"] for r in thr["rows"]] == ["equivalent"] * 2
+    drop = ("verdict", "within")
     assert [{k: v for k, v in r.items() if k not in drop} for r in thr["rows"]] == [
         {k: v for k, v in r.items() if k not in drop} for r in doc["rows"]
     ]
@@ -277,13 +297,19 @@ def test_fail_on_regression_and_threshold(tmp_path):
     )
     assert {r["method"]: r["verdict"] for r in between["rows"]} == {
         "sduet": "slower",
-        "seqn": "same (below threshold)",
+        "seqn": "inconclusive",  # above 0, but not shown to be beyond the threshold
     }
     same = tmp_path / "same.parquet"
     synthetic_table(0.0, seed=5).to_parquet(same)
     doc = compare_json(str(same), "--fail-on-regression")
-    assert {row["verdict"] for row in doc["rows"]} == {"same"}
+    assert {row["verdict"] for row in doc["rows"]} == {"no change detected"}
     assert all(r["ci_low"] <= 0 <= r["ci_high"] for r in doc["rows"])
+    # how equal: the interval's largest distance from 0, in the table too
+    assert all(0 < r["within"] < 0.05 for r in doc["rows"])
+    eq = compare_json(str(same), "--threshold", "5%")
+    assert {row["verdict"] for row in eq["rows"]} == {"equivalent"}
+    term = run_duet("compare", str(same), "--threshold", "5%")
+    assert "equivalent (±5 %)" in term.stdout, term.stdout
 
 
 def _numbers(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -323,9 +349,9 @@ def test_test_and_interval_options_and_reproducibility(tmp_path):
     for interval in ("t", "bca", "percentile", "studentized"):
         # the U test decides by its p-value; change and interval are the ratio test's
         assert _numbers(out["utest", interval]) == _numbers(out["ratio", interval])
-        # the p-value is the U test's whatever the test and interval
+        # the pooled U test's p-value is the same whatever the test and interval
         for m in ("seqn", "sduet"):
-            assert out["diff", interval][m]["p_value"] == out["ratio", "t"][m]["p_value"]
+            assert out["diff", interval][m]["u_p_value"] == out["ratio", "t"][m]["u_p_value"]
     # bootstrap intervals: the same seed gives the same numbers, another seed others;
     # the t interval does not resample (the seed changes nothing)
     assert run("--test", "diff", "--interval", "bca", "--seed", "7") == out["diff", "bca"]
@@ -344,7 +370,7 @@ def test_no_data_rows_are_reported_in_every_format(tmp_path):
     rows = {r["method"]: r for r in doc["rows"]}
     assert rows["aduet"]["verdict"] == "no data" and doc["summary"]["no_data"] == 1
     assert (rows["aduet"]["runs"], rows["aduet"]["pairs"]) == (0, 0)
-    assert rows["aduet"]["change"] is None and rows["aduet"]["p_value"] is not None
+    assert rows["aduet"]["change"] is None and rows["aduet"]["u_p_value"] is not None
     assert rows["sduet"]["verdict"] == "slower"
     (note,) = doc["notes"]
     assert note.startswith("b aduet: 3 of 3 runs had no iteration pair") and "m = 0.4" in note
@@ -416,7 +442,7 @@ def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, schema)
     assert doc["settings"]["overlap_rate"] == "thesis" and doc["settings"]["min_run_pairs"] == 0
-    assert all(row["calibrated"] and row["verdict"] == "same" for row in doc["rows"])
+    assert all(row["calibrated"] and row["verdict"] == "no change detected" for row in doc["rows"])
     r = run_duet("compare", str(t), "--min-run-pairs", "2")
     assert r.returncode == 2 and "--min-run-pairs" in r.stderr and "Traceback" not in r.stderr
 
@@ -485,13 +511,14 @@ def test_runs_left_out_for_few_pairs_are_named_in_the_note():
 
 
 def test_the_p_column_goes_with_the_verdicts_test():
+    from duetbench.analysis.compare import labelled
     from duetbench.report.tables import VERDICT_COLUMNS, verdict_rows
 
-    row = dict(benchmark="b", method="seqn", p_value=0.0001, rank_p_value=0.25, verdict="same")
+    row = dict(benchmark="b", method="seqn", p_value=0.0001, rank_p_value=0.25, verdict="x")
     col = next(c for c in VERDICT_COLUMNS if c.title == "p (rank)")
 
     def p_cell(test: str) -> str:
-        (r,) = verdict_rows(pd.DataFrame([row]), test)
+        (r,) = verdict_rows(labelled(pd.DataFrame([{**row, "test": test}])))
         return col.format(r[col.key])
 
     assert p_cell("ratio") == "0.25"

@@ -19,11 +19,13 @@ from tests.helpers import run_duet
 from tests.history_helpers import HOST, assert_same_table, sim_experiment, tiny_config
 from tests.pg_server import fresh_database, postgres_server
 
-from duetbench.analysis import compare
+from duetbench.dataset import open_dataset
 from duetbench.history import HistoryError, Repository, Version, parse_versions, version_from_git
 from duetbench.history._schema import CURRENT_VERSION
 from duetbench.history.export import export
+from duetbench.options import CompareOptions
 from duetbench.process import process
+from duetbench.verdicts import verdicts
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,10 @@ def repo_url(request, tmp_path: Path) -> str:
     return fresh_database(server, "t_" + uuid.uuid4().hex[:12])
 
 
+#: every run of the tiny experiment (its CPU-bound sides may be unbalanced on a busy machine)
+KEEP = CompareOptions(keep_unbalanced=True)
+
+
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory) -> Path:
     """A real `duet run` experiment: an A/A benchmark and an A/B one, 3 aduet runs each."""
@@ -52,7 +58,7 @@ def tiny_results(tmp_path_factory) -> Path:
 
 def test_results_directory_round_trip(repo_url: str, tiny_results: Path) -> None:
     with Repository.open(repo_url) as repo:
-        added = repo.add(tiny_results, parse_versions(["A=v1.3", "B=v1.4"]))
+        added = repo.add(tiny_results, parse_versions(["A=v1.3", "B=v1.4"]), options=KEEP)
     with Repository.open(repo_url, create=False) as repo:  # everything is read back, not cached
         (e,) = repo.experiments()
         assert (e.id, e.name, e.version_a, e.version_b) == (added.id, "tiny", "v1.3", "v1.4")
@@ -74,8 +80,9 @@ def test_results_directory_round_trip(repo_url: str, tiny_results: Path) -> None
         res = repo.results().set_index("benchmark")
         assert res.loc["same", "version_b"] == "v1.3"  # A/A: both sides ran A's version
         assert res.loc["ab", "version_b"] == "v1.4"
-        # the stored verdict is `duet compare`'s, on the same table
-        want = compare(process(tiny_results).table).set_index("benchmark").loc["ab"]
+        # the stored verdict is every command's (`duet compare --keep-unbalanced`'s)
+        shown = verdicts(open_dataset(tiny_results), CompareOptions(seed=3, keep_unbalanced=True))
+        want = shown.rows.set_index("benchmark").loc["ab"]
         for col in ("change", "ci_low", "ci_high", "p_value"):
             assert res.loc["ab", col] == pytest.approx(want[col], rel=1e-9), col
         assert res.loc["ab", "verdict"] == want["verdict"]

@@ -78,7 +78,17 @@ LAYERS: dict[str, int] = {
     ),
     **dict.fromkeys(("execute", "hosts", "analysis"), 2),
     **dict.fromkeys(
-        ("adaptive", "micro", "process", "dataset", "schedule", "history", "host_report"), 3
+        (
+            "adaptive",
+            "micro",
+            "process",
+            "dataset",
+            "verdicts",
+            "schedule",
+            "history",
+            "host_report",
+        ),
+        3,
     ),
     **dict.fromkeys(("report", "dashboard", "ci"), 4),
     **dict.fromkeys(("commands", ""), 5),

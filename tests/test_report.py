@@ -24,6 +24,7 @@ from duetbench.analysis.evaluate import evaluate
 from duetbench.analysis.simulate import simulate
 from duetbench.dataset import Dataset
 from duetbench.report.html import ReportOptions, render_html, render_markdown
+from duetbench.verdicts import verdicts
 
 ARTIFACTS = ROOT / "test-artifacts"
 DOM_SUMMARY = """JSON.stringify((() => {
@@ -143,8 +144,8 @@ def test_report_of_a_multi_host_table_renders(tmp_path) -> None:
     df = simulate(benchmarks=11, hosts=2, runs=3, iterations=8, seed=4).drop(
         columns=["proc_start_ns", "proc_end_ns"]
     )
-    ev = evaluate(df, aa=True, slowdowns=[0.0, 0.05, 0.1], shuffles=2)
-    loaded = Dataset(df, "simulated", "sim", 0)
+    loaded = verdicts(Dataset(df, "simulated", "sim", 0))
+    ev = evaluate(df, aa=True, slowdowns=[0.0, 0.05, 0.1], shuffles=2, verdicts=loaded.rows)
     html = render_html(ev, loaded, ReportOptions(timeline_runs=1, timeline_iterations=5))
     out = tmp_path / "multi.html"
     out.write_text(html, encoding="utf-8")
@@ -179,7 +180,7 @@ def test_markdown_report(quickstart_results) -> None:
 def test_markdown_of_a_table_without_duets() -> None:
     df = simulate(benchmarks=2, methods=("seqn",), runs=4, iterations=5, seed=2)
     ev = evaluate(df, slowdowns=[0.0, 0.1], shuffles=2)
-    md = render_markdown(ev, Dataset(df, "t.csv", None, 0))
+    md = render_markdown(ev, verdicts(Dataset(df, "t.csv", None, 0)))
     assert "Runtime speedup" not in md and "overlap" not in md
     assert "| bench000 | seqn |" in md
 

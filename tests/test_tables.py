@@ -56,10 +56,10 @@ def json_rows(doc: dict) -> Rows:
             fmt.duration(r["mean_b_ns"]),
             fmt.pct(r["change"], signed=True, digits=2),
             fmt.ci(r["ci_low"], r["ci_high"]),
-            fmt.pvalue(r["rank_p_value"]),
+            fmt.pvalue(r["p_value"]),
             str(r["runs"]),
             str(r["pairs"]),
-            r["verdict"],
+            fmt.verdict_text(r["verdict"], r["within"], doc["settings"]["threshold"]),
         ]
         out[(r["benchmark"], r["method"])] = cells
     return out

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import run_duet
 
 from duetbench.analysis import compare
-from duetbench.analysis.compare import unpaired_disagrees
+from duetbench.analysis.compare import labelled, unpaired_disagrees
 from duetbench.analysis.stats import GroupedU
 from duetbench.config import loads_config
 from duetbench.dataset import Dataset, RunFlags
@@ -21,6 +21,7 @@ from duetbench.errors import ConfigError
 from duetbench.options import CompareOptions
 from duetbench.report.json_docs import compare_doc
 from duetbench.report.notes import verdict_notes
+from duetbench.verdicts import VerdictTable
 
 # ------------------------------------------------------------------ config: labels that would lie
 
@@ -158,6 +159,11 @@ def aduet_table(ratio: float, runs: int = 4, iters: int = 12, a_ns: int = 10_000
     return pd.DataFrame(rows)
 
 
+def doc_of(rows: pd.DataFrame, ds: Dataset) -> dict:
+    """The JSON document of ``rows`` (of ``compare``, maybe edited) read from ``ds``."""
+    return compare_doc(VerdictTable(labelled(rows), CompareOptions.create(), ds))
+
+
 def test_overlap_the_filter_drops_is_noted_with_its_share():
     df = aduet_table(3.0)
     thesis = CompareOptions.create(overlap_rate="thesis")
@@ -169,7 +175,7 @@ def test_overlap_the_filter_drops_is_noted_with_its_share():
     rows = compare(df, CompareOptions.create())
     assert rows["unkept_overlap"].iloc[0] < 0.5
     assert rows["change"].iloc[0] == pytest.approx(2.0, rel=0.05)
-    doc = compare_doc(rows, Dataset(df, "t.csv"), CompareOptions.create())
+    doc = doc_of(rows, Dataset(df, "t.csv"))
     assert doc["rows"][0]["warnings"] == [] and doc["notes"] == []
 
 
@@ -210,7 +216,7 @@ def test_every_warning_has_its_sentence_and_json_code():
     rows = compare(df, CompareOptions.create()).assign(unpaired_disagrees=True)
     flags = {("b", "aduet"): RunFlags(all_cores_busy=4, placements=("shared",))}
     ds = Dataset(df, "t.csv", run_flags=flags)
-    doc = compare_doc(rows, ds, CompareOptions.create())
+    doc = doc_of(rows, ds)
     assert doc["rows"][0]["warnings"] == ["unpaired_disagrees", "all_cores_busy"]
     assert len(doc["notes"]) == 2
     assert "points the other way" in doc["notes"][0]
@@ -225,7 +231,7 @@ def test_other_load_during_the_runs_is_noted_with_what_it_was():
     quiet = ((0.03, 0.01), (0.02, 0.0), (0.05, 0.02))
     for loads, noted in ((busy, True), (quiet, False), (((0.0, 0.4),), True)):
         ds = Dataset(df, "t.csv", run_flags={("b", "aduet"): RunFlags(other_load=loads)})
-        doc = compare_doc(rows, ds, CompareOptions.create())
+        doc = doc_of(rows, ds)
         assert (doc["rows"][0]["warnings"] == ["other_load"]) is noted, loads
         if loads is busy:
             (note,) = doc["notes"]
@@ -242,6 +248,6 @@ def test_other_load_beside_inproc_runs_is_noise_not_an_uneven_share():
     busy = ((0.9, 0.0), (0.95, 0.0))
     rows = compare(df, CompareOptions.create())
     ds = Dataset(df, "t.csv", run_flags={("b", "inproc"): RunFlags(other_load=busy)})
-    (note,) = compare_doc(rows, ds, CompareOptions.create())["notes"]
+    (note,) = doc_of(rows, ds)["notes"]
     assert "took turns in one process, so it hits both alike" in note
     assert "compare with seqn" not in note

@@ -16,7 +16,6 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.conftest import LEAVE_OUT_UNBALANCED as LEAVE_OUT
 from tests.helpers import recorded_as_is, run_duet
 
 from duetbench.process import process
@@ -32,7 +31,7 @@ from duetbench.records import (
 def _run(tmp_path: Path, text: str) -> Path:
     cfg = tmp_path / "duet.yml"
     cfg.write_text(text)
-    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare", env=LEAVE_OUT)
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
     return tmp_path / "res" / "t"
 
@@ -123,9 +122,7 @@ def _tilt(root: Path, run_json: Path, a: float, b: float, load: float) -> None:
     recorded_as_is(root, run_json.parent.name)
 
 
-def test_unbalanced_runs_are_left_out_and_named_under_the_verdict(
-    tmp_path: Path, leave_out_unbalanced: dict[str, str]
-) -> None:
+def test_unbalanced_runs_are_left_out_and_named_under_the_verdict(tmp_path: Path) -> None:
     root = _run(
         tmp_path,
         "experiment: {name: t, seed: 4, repetitions: {aduet: 3}}\n"
@@ -146,12 +143,12 @@ def test_unbalanced_runs_are_left_out_and_named_under_the_verdict(
     for run_json in runs["quiet"]:
         _tilt(root, run_json, 0.45, 0.90, 0.03)  # unequal shares, but nothing else ran
 
-    rep = process(root)
-    assert rep.runs_excluded == {"unbalanced": 4}
-    kept = rep.table.groupby("benchmark")["run"].nunique().to_dict()
-    assert kept == {"one": 2, "quiet": 3}
+    rep = process(root)  # every run is in the table, the unbalanced ones marked
+    assert rep.runs_excluded == {}
+    marked = rep.table.loc[rep.table["unbalanced"]].groupby("benchmark")["run"].nunique()
+    assert marked.to_dict() == {"all": 3, "one": 1}
 
-    shown = run_duet("compare", str(root), "--format", "json", env=LEAVE_OUT)
+    shown = run_duet("compare", str(root), "--format", "json")
     assert shown.returncode == 0, shown.stderr
     doc = json.loads(shown.stdout)
     rows = {r["benchmark"]: r for r in doc["rows"]}
@@ -166,14 +163,14 @@ def test_unbalanced_runs_are_left_out_and_named_under_the_verdict(
     assert "about 100%" in notes  # B/A would have read twice what it is
     assert "one aduet: 1 of 3 runs were left out" in notes
     assert "the verdict rests on the other 2" in notes
-    # kept on request ($DUET_KEEP_UNBALANCED=1): every run back, no note
-    kept = run_duet("compare", str(root), "--format", "json", env={"DUET_KEEP_UNBALANCED": "1"})
+    # kept on request (--keep-unbalanced, an analysis option): every run back, no note
+    kept = run_duet("compare", str(root), "--format", "json", "--keep-unbalanced")
     again = json.loads(kept.stdout)
     assert again["excluded"]["runs"] == {} and all(r["runs"] == 3 for r in again["rows"])
     assert not any("unbalanced" in r["warnings"] for r in again["rows"])
 
-    table = run_duet("compare", str(root), env=LEAVE_OUT)
+    table = run_duet("compare", str(root))
     assert table.returncode == 0, table.stderr
     assert "no data" in table.stdout and "left out as unbalanced" in table.stdout
-    markdown = run_duet("compare", str(root), "--format", "markdown", env=LEAVE_OUT)
+    markdown = run_duet("compare", str(root), "--format", "markdown")
     assert markdown.returncode == 0 and "left out as unbalanced" in markdown.stdout

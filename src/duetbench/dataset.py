@@ -20,8 +20,6 @@ from .store import ResultsStore
 if TYPE_CHECKING:  # pandas is imported where it is used: `duet --help` must start fast
     import pandas as pd
 
-    from .options import CompareOptions
-
 
 @dataclass(frozen=True)
 class RunFlags:
@@ -37,7 +35,8 @@ class RunFlags:
     other_load: tuple[tuple[float, float], ...] = ()
     #: usable runs (the unbalanced ones included)
     runs: int = 0
-    #: the unbalanced runs, left out of the analysis: (share A, share B, other CPUs) each
+    #: the unbalanced runs (left out of the analysis unless kept): (share A, share B, other
+    #: CPUs) each
     unbalanced: tuple[tuple[float, float, float], ...] = ()
     #: shared duets whose sides ran on the same two CPUs in every usable run (at least
     #: SAME_CPUS_RUNS): (A's CPU, B's CPU); () otherwise (records.RunRecord.main_cpus)
@@ -46,7 +45,6 @@ class RunFlags:
 
 def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
     """:class:`RunFlags` of every (benchmark, method) with a flagged or placed usable run."""
-    from .records import leaves_out_unbalanced
     from .schema import USABLE_STATUSES
 
     runs: dict[tuple[str, str], int] = {}
@@ -69,7 +67,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         load = run.other_load_cpus
         if load is not None:
             loads.setdefault(key, []).append(load)
-        if run.unbalanced and leaves_out_unbalanced():
+        if run.unbalanced:
             shares = run.cpu_shares
             unbalanced.setdefault(key, []).append((shares["A"], shares["B"], run.other_cpus or 0.0))
     same = {k: _same_cpus(m) for k, m in mains.items()}
@@ -180,45 +178,3 @@ def _with_aa_column(df: pd.DataFrame, flags: dict[str, bool]) -> pd.DataFrame:
     df = df.copy()
     df["aa"] = df["run_id"].astype(str).map(flags).fillna(False).astype(bool)
     return df
-
-
-def with_unbalanced_rows(
-    rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions
-) -> pd.DataFrame:
-    """``rows`` and a ``no data`` row per (benchmark, method) left without a run because
-    every run was unbalanced (dataset.RunFlags)."""
-    import pandas as pd
-
-    from .schema import Verdict
-
-    have = set()
-    if not rows.empty and {"benchmark", "method"} <= set(rows.columns):
-        have = set(zip(rows["benchmark"].astype(str), rows["method"].astype(str), strict=True))
-    extra = []
-    for (bench, method), flags in sorted(dataset.run_flags.items()):
-        if flags.unbalanced and (bench, method) not in have:
-            row: dict[str, object] = {"benchmark": bench, "method": method}
-            if "suite" in rows.columns:
-                same = dataset.table.loc[dataset.table["benchmark"].astype(str) == bench]
-                row["suite"] = str(same["suite"].iloc[0]) if "suite" in same and len(same) else ""
-            row.update(
-                verdict=Verdict.NO_DATA.value,
-                runs=0,
-                runs_few_pairs=0,
-                pairs=0,
-                clusters=0,
-                test=opts.test,
-                interval=opts.interval,
-                confidence=opts.confidence,
-                threshold=opts.threshold,
-                run_stat=opts.run_stat,
-                clustered_by="run",
-                overlap_rate=opts.overlap_rate,
-                calibrated=False,
-                unpaired_disagrees=False,
-            )
-            extra.append(row)
-    if not extra:
-        return rows
-    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
-    return out.sort_values(["benchmark", "method"], kind="stable", ignore_index=True)

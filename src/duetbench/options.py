@@ -195,6 +195,9 @@ class CompareOptions:
     weights: str = "poisson"
     overlap_rate: str = DEFAULT_OVERLAP_RATE
     min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS
+    #: keep duet runs whose sides got unequal CPU shares beside other work (the table's
+    #: ``unbalanced`` column); they are left out by default (docs/statistics.md, "Notes")
+    keep_unbalanced: bool = False
 
     @classmethod
     def create(cls, **kw: object) -> CompareOptions:
@@ -227,6 +230,7 @@ class CompareOptions:
             weights=_choice(self.weights, WEIGHTS, "weights"),
             overlap_rate=check_overlap_rate(self.overlap_rate),
             min_run_pairs=check_min_run_pairs(self.min_run_pairs),
+            keep_unbalanced=bool(self.keep_unbalanced),
         )
 
     @property
@@ -255,6 +259,7 @@ class CompareOptions:
             "overlap_rate": self.overlap_rate,
             "min_run_pairs": float(self.min_run_pairs),
             "run_stat": self.run_stat,
+            "keep_unbalanced": bool(self.keep_unbalanced),
             "warmup": CONFIG_WARMUP if self.warmup is None else self.warmup,
             "winsorize": bool(self.winsorize),
             "seed": int(self.seed),

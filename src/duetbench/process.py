@@ -21,7 +21,7 @@ import pandas as pd
 from .atomic import write_atomic
 from .errors import DuetError, ResultFileError, ResultsDirError
 from .parse.registry import SideContext, get_parser
-from .records import RunRecord, SideRecord, leaves_out_unbalanced
+from .records import RunRecord, SideRecord
 from .schema import (
     COLUMN,
     CORE_COLUMNS,
@@ -73,13 +73,12 @@ def _artifacts_text(info: dict[str, Any]) -> dict[str, str]:
     return {k: (v.get("stdout", "") if isinstance(v, dict) else str(v)) for k, v in arts.items()}
 
 
-def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport:
+def process(root: str | Path) -> ProcessReport:
     """The iterations table of a results directory, and what was left out and why.
 
-    Duet runs whose sides got unequal CPU shares beside other work are left out
-    (``runs_excluded["unbalanced"]``; docs/statistics.md, "Notes") unless
-    ``keep_unbalanced`` or ``$DUET_KEEP_UNBALANCED=1`` (to see what they would have said)."""
-    keep_unbalanced = keep_unbalanced or not leaves_out_unbalanced()
+    Every usable run is in the table. Duet runs whose sides got unequal CPU shares beside
+    other work are marked (column ``unbalanced``): the analysis leaves them out unless
+    told to keep them (``CompareOptions.keep_unbalanced``; docs/statistics.md, "Notes")."""
     store = ResultsStore.open(Path(root))
     exp = store.experiment()
     name = exp.get("name", store.root.name)
@@ -92,11 +91,7 @@ def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport
         if run.status not in USABLE_STATUSES:
             report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
-        # read even a run left out below: a damaged result file is reported all the same
         got = _run_frames(_RunContext(store, name, run, hosts, host_cols), parsers, report)
-        if run.unbalanced and not keep_unbalanced:  # other work took one side's CPU more
-            report.runs_excluded["unbalanced"] = report.runs_excluded.get("unbalanced", 0) + 1
-            continue
         if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
             report.runs_partial += 1
         frames.extend(got)
@@ -136,7 +131,7 @@ def _run_frames(
 def run_table(store: ResultsStore, run: RunRecord) -> pd.DataFrame | None:
     """The iterations of one finished run, as `duet process` reads them (None: nothing
     usable). The adaptive scheduler parses each run once, as it finishes."""
-    if run.status not in USABLE_STATUSES or (run.unbalanced and leaves_out_unbalanced()):
+    if run.status not in USABLE_STATUSES:
         return None
     exp = store.experiment()
     hosts = store.hosts()
@@ -246,6 +241,7 @@ def _finish_side(
     df["proc_end_ns"] = side.end_ns
     df["cpu"] = ",".join(map(str, side.cpus))
     df["other_work"] = run.beside_other_work
+    df["unbalanced"] = run.unbalanced
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df

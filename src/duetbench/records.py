@@ -238,17 +238,6 @@ UNBALANCED_MIN_S = 0.3
 #: sleeps or waits is not slowed by a busy CPU, and its share says nothing about one
 UNBALANCED_MIN_SHARE = 0.2
 
-#: set to 1 to keep unbalanced runs in the analysis (to see what they would have said,
-#: or to compare with results of earlier releases; docs/statistics.md, "Notes")
-KEEP_UNBALANCED_ENV = "DUET_KEEP_UNBALANCED"
-
-
-def leaves_out_unbalanced() -> bool:
-    """Whether `duet process` leaves unbalanced duet runs out (not when
-    ``$DUET_KEEP_UNBALANCED`` is 1)."""
-    return os.environ.get(KEEP_UNBALANCED_ENV, "") != "1"
-
-
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
     "run_id",

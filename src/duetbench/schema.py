@@ -80,20 +80,25 @@ class SideStatus(StrEnum):
 
 
 class Verdict(StrEnum):
-    """What `duet compare` says about B against A (docs/statistics.md, "Pipeline and defaults")."""
+    """What every command says about B against A (docs/statistics.md, "Verdicts"): the
+    interval of the change against 0 and the practical threshold t."""
 
-    SLOWER = "slower"
-    FASTER = "faster"
-    SAME = "same"
-    BELOW_THRESHOLD = "same (below threshold)"  # a change, but smaller than --threshold
+    SLOWER = "slower"  # the interval lies above 0 and above +t
+    FASTER = "faster"  # below 0 and below -t
+    #: t = 0: the interval holds 0 -- B equals A within the interval's bounds (the ``within``
+    #: of the JSON): "equal within X %" when narrow, "cannot tell" when wide
+    NO_CHANGE = "no change detected"
+    EQUIVALENT = "equivalent"  # t > 0: the interval lies inside (-t, +t): equal within t
+    INCONCLUSIVE = "inconclusive"  # t > 0, neither: the interval is too wide to tell
     NO_DATA = "no data"
-    # adaptive experiments (docs/adaptive.md, "The verdicts"): the stopping rule's interval
-    EQUIVALENT = "equivalent"  # the interval lies inside (-threshold, +threshold)
-    INCONCLUSIVE = "inconclusive"  # a limit ended the benchmark before its goal
+    # what results of earlier releases say (a results repository keeps them)
+    SAME = "same"
+    BELOW_THRESHOLD = "same (below threshold)"
 
     @property
     def is_same(self) -> bool:
-        return self in (Verdict.SAME, Verdict.BELOW_THRESHOLD, Verdict.EQUIVALENT)
+        """Neither slower nor faster, and measured: no alarm."""
+        return self not in (Verdict.SLOWER, Verdict.FASTER, Verdict.NO_DATA)
 
 
 #: Verdict texts in order.
@@ -211,6 +216,14 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "bool",
         "other work kept at least 0.25 CPU busy during the run (run.json `other_load`); "
         "duets of such runs use the run statistic `means` under `--run-stat auto`",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "unbalanced",
+        "bool",
+        "a duet run beside other work whose sides got unequal shares of a CPU "
+        "([statistics.md](statistics.md#notes)): left out of the analysis unless "
+        "`--keep-unbalanced`",
         reserved=True,
     ),
 )

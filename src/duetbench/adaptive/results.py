@@ -4,22 +4,25 @@ An experiment stopped by its rule must be analysed with the interval the stoppin
 used: the fixed-n t interval of `duet compare` would be peeking. :func:`adaptive_rows`
 replaces, for every benchmark x method of ``stops.json``, the change, interval and
 verdict of `duet compare`'s rows by the decision of the same rule on the same
-run-level values (in run order), and adds the stop reason and what it would take to
-decide. Pure: the caller reads stops.json (``ResultsStore.stops``).
+run-level values -- those of the runs the rule took, computed by
+:func:`analysed_values` as the scheduler computed them -- and adds the stop reason and
+what it would take to decide. Pure: the caller reads stops.json
+(``ResultsStore.stops``); :func:`duetbench.verdicts.verdicts` is the one caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..analysis.paired_runs import paired_runs
+from ..analysis.paired_runs import run_level_values
+from ..options import CompareOptions
 from .rules import StopRule, decide, with_first_look
 
-__all__ = ["adaptive_rows", "explain", "stop_entries"]
+__all__ = ["adaptive_rows", "analysed_values", "explain", "stop_entries", "stop_rule"]
 
 
 def explain(decision: Any, stopped: str | None) -> str:
@@ -62,37 +65,54 @@ def _entry_for(entries: dict[tuple[str, str], Mapping[str, Any]], bench: str, me
     return entries.get((base, method))
 
 
-def _values_by_run(table: pd.DataFrame, *, run_stat: str) -> dict[tuple[str, str], pd.Series]:
-    """Run values per (benchmark, method), indexed by run number, in run order."""
-    runs = paired_runs(table, run_stat=run_stat).runs.sort_values(
-        ["benchmark", "method", "run"], kind="stable"
+def stop_rule(entry: Mapping[str, Any]) -> StopRule:
+    """The rule a stops.json entry decided with (its pilot counted: ``first_look``)."""
+    return with_first_look(_rule(entry), int(entry.get("first_look") or 0))
+
+
+def analysed_values(
+    table: pd.DataFrame, bench: str, method: str, runs: Sequence[int], opts: CompareOptions
+) -> np.ndarray:
+    """The run values the stopping rule decided ``bench`` x ``method`` on: those of its
+    analysed runs (stops.json ``analysed_runs``), in run order, computed from those runs
+    alone with ``opts`` -- as the scheduler's :class:`StopTracker` computes them."""
+    sel = (
+        (table["benchmark"].astype(str) == bench).to_numpy()
+        & (table["method"].astype(str) == method).to_numpy()
+        & table["run"].isin([int(r) for r in runs]).to_numpy()
     )
-    return {
-        (str(b), str(m)): pd.Series(grp["value"].to_numpy(), index=grp["run"].to_numpy())
-        for (b, m), grp in runs.groupby(["benchmark", "method"], sort=True, observed=True)
-    }
+    if not sel.any():
+        return np.zeros(0)
+    values = run_level_values(table.loc[sel], opts, by=("benchmark", "method"))
+    return values.get((bench, method), np.zeros(0))
 
 
 def adaptive_rows(
-    rows: pd.DataFrame, table: pd.DataFrame, stops: Mapping[str, Any] | None, *, run_stat: str
+    rows: pd.DataFrame,
+    table: pd.DataFrame,
+    stops: Mapping[str, Any] | None,
+    opts: CompareOptions,
 ) -> pd.DataFrame:
-    """`duet compare`'s rows with the adaptive decisions (unchanged without stops.json)."""
+    """`duet compare`'s rows with the adaptive decisions (unchanged without stops.json):
+    the interval the stopping rule used, on the run values it used (``opts``)."""
     entries = stop_entries(stops)
     if not entries or rows.empty:
         return rows
-    values = _values_by_run(table, run_stat=run_stat)
     out = rows.copy()
     for col, default in (("stop", ""), ("explanation", "")):
         if col not in out.columns:
             out[col] = default
     out["stop"] = out["stop"].astype(object)
     out["explanation"] = out["explanation"].astype(object)
+    runs_of = {
+        (str(b), str(m)): sorted(int(r) for r in g.unique())
+        for (b, m), g in table.groupby(["benchmark", "method"], observed=True)["run"]
+    }
     drop: list[Any] = []
     for i, r in out.iterrows():
         bench, method = str(r["benchmark"]), str(r["method"])
         entry = _entry_for(entries, bench, method)
-        vals = values.get((bench, method))
-        if entry is None or vals is None:
+        if entry is None or (bench, method) not in runs_of:
             continue
         stopped = entry.get("stopped")
         if stopped == "not chosen":  # method auto: another method measured this benchmark
@@ -100,14 +120,12 @@ def adaptive_rows(
             continue
         # method auto: runs before a switch stay out; the pilot counts, first looked at
         # with as many runs after it
-        rule = with_first_look(_rule(entry), int(entry.get("first_look") or 0))
         start = int(entry.get("analyse_from") or 0)
         analysed = (entry.get("analysed_runs") or {}).get(bench)
-        if analysed is not None:  # the runs the rule took, whatever else finished
-            chosen = vals.loc[vals.index.isin([int(x) for x in analysed])].to_numpy()
-        else:  # results of releases before analysed_runs
-            chosen = vals.to_numpy()[start:]
-        d = decide(chosen, rule, seconds=float(entry.get("seconds") or 0.0))
+        if analysed is None:  # results of releases before analysed_runs: by position
+            analysed = runs_of[(bench, method)][start:]
+        chosen = analysed_values(table, bench, method, analysed, opts)
+        d = decide(chosen, stop_rule(entry), seconds=float(entry.get("seconds") or 0.0))
         out.at[i, "change"] = d.estimate
         out.at[i, "ci_low"] = d.low if np.isfinite(d.low) else np.nan
         out.at[i, "ci_high"] = d.high if np.isfinite(d.high) else np.nan

@@ -17,8 +17,10 @@ from enum import StrEnum
 
 import numpy as np
 
+from duetbench.analysis.stats import verdicts
 from duetbench.config.stop import DESIGNS as USER_DESIGNS  # the designs a rule may ask for
 from duetbench.errors import AnalysisError
+from duetbench.schema import Verdict
 from duetbench.units import ValueTextError, percentage
 
 from .sequential import Design, Intervals, look_multipliers, running_intervals
@@ -54,10 +56,13 @@ class StopReason(StrEnum):
 
 
 class Outcome(StrEnum):
+    """The verdict words of :func:`duetbench.analysis.verdicts` (schema.Verdict)."""
+
     SLOWER = "slower"  # the interval lies above 0 and above +threshold
     FASTER = "faster"  # below 0 and below -threshold
-    EQUIVALENT = "equivalent"  # inside (-threshold, +threshold)
-    INCONCLUSIVE = "inconclusive"  # none of these (yet)
+    EQUIVALENT = "equivalent"  # threshold > 0: inside (-threshold, +threshold)
+    INCONCLUSIVE = "inconclusive"  # threshold > 0: none of these (yet); or no interval yet
+    NO_CHANGE = "no change detected"  # threshold 0: the interval holds 0
 
 
 def _fraction(value: object, what: str, *, zero_ok: bool) -> float:
@@ -193,21 +198,21 @@ def resolve_design(design: object, until: Goal) -> Design:
 
 
 def outcomes(low: object, high: object, threshold: float) -> np.ndarray:
-    """Outcome of every interval of relative change (arrays of the same shape)."""
-    lo = np.asarray(low, dtype=np.float64)
-    hi = np.asarray(high, dtype=np.float64)
-    out = np.full(lo.shape, Outcome.INCONCLUSIVE.value, dtype=object)
-    out[(lo > 0) & (lo > threshold)] = Outcome.SLOWER.value
-    out[(hi < 0) & (hi < -threshold)] = Outcome.FASTER.value
-    if threshold > 0:
-        out[(lo > -threshold) & (hi < threshold)] = Outcome.EQUIVALENT.value
+    """Outcome of every interval of relative change (arrays of the same shape): the
+    verdicts of every command (:func:`duetbench.analysis.verdicts`), ``inconclusive``
+    where there is no interval yet."""
+    out = verdicts(low, high, threshold)
+    out[out == Verdict.NO_DATA.value] = Outcome.INCONCLUSIVE.value
     return out
+
+
+_DECIDED = (Outcome.SLOWER.value, Outcome.FASTER.value, Outcome.EQUIVALENT.value)
 
 
 def _goal_reached(low: np.ndarray, high: np.ndarray, rule: StopRule) -> np.ndarray:
     if rule.until is Goal.PRECISE:
         return (high - low) / 2.0 <= rule.precision  # type: ignore[operator]
-    return outcomes(low, high, rule.threshold) != Outcome.INCONCLUSIVE.value
+    return np.isin(outcomes(low, high, rule.threshold), _DECIDED)
 
 
 def _needed_half_width(mean: float, rule: StopRule) -> float:

@@ -282,6 +282,8 @@ class Iterations:
     unit_rank: np.ndarray  # per unit: rank in sorted key order (canonical order)
     #: bool per row: its run had other work beside it (column ``other_work``), or None
     other_work: np.ndarray | None = None
+    #: bool per row: a sample of duet micro's worker (an ``evaluations`` value), or None
+    micro: np.ndarray | None = None
 
     @property
     def n_units(self) -> int:
@@ -305,6 +307,7 @@ class Iterations:
             synthetic=None if self.synthetic is None else self.synthetic[mask_or_index],
             warmup=None if self.warmup is None else self.warmup[mask_or_index],
             other_work=None if self.other_work is None else self.other_work[mask_or_index],
+            micro=None if self.micro is None else self.micro[mask_or_index],
         )
 
     @cached_property
@@ -395,9 +398,11 @@ class Iterations:
         start = _int_column(df, "start_ns")
         end = _int_column(df, "end_ns")
         duration = _int_column(df, "duration_ns")
-        synthetic = warmup = other_work = None
+        synthetic = warmup = other_work = micro = None
         if "other_work" in df.columns:
             other_work = df["other_work"].fillna(False).to_numpy(dtype=bool)
+        if "evaluations" in df.columns:
+            micro = df["evaluations"].notna().to_numpy(dtype=bool)
         if "synthetic_ts" in df.columns:
             synthetic = df["synthetic_ts"].fillna(False).to_numpy(dtype=bool)
         if "warmup" in df.columns:
@@ -415,6 +420,8 @@ class Iterations:
                 warmup = warmup[order]
             if other_work is not None:
                 other_work = other_work[order]
+            if micro is not None:
+                micro = micro[order]
         if "run" in units.columns:
             units["run"] = units["run"].astype(np.int64)
         return cls(
@@ -431,6 +438,7 @@ class Iterations:
             unit_columns=tuple(unit_cols),
             unit_rank=canonical_rank(units),
             other_work=other_work,
+            micro=micro,
         )
 
 

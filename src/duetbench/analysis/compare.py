@@ -19,6 +19,7 @@ from duetbench.options import (
     CompareOptions,
     check_min_run_pairs,
 )
+from duetbench.schema import Verdict
 
 from ._table import (
     SIDE_A,
@@ -30,7 +31,7 @@ from ._table import (
 )
 from ._threads import side_by_side
 from .calibration import calibrated
-from .filters import warmup_mask, winsorized_durations
+from .filters import drop_unbalanced, warmup_mask, winsorized_durations
 from .intervals import (
     GroupIntervals,
     bootstrap_interval,
@@ -118,7 +119,9 @@ def compare(df: pd.DataFrame, opts: CompareOptions | None = None, **kw: object) 
     whose interval is undefined (a single run).
     """
     opts = options(opts, kw)
-    it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
+    it = Iterations.from_frame(
+        drop_unbalanced(df, opts.keep_unbalanced), extra_unit_columns=unit_extras(opts)
+    )
     return compare_iterations(it, opts)
 
 
@@ -157,7 +160,9 @@ def compare_tests(
     if isinstance(tests, str) or not tests:
         raise AnalysisError("tests must be a non-empty list, e.g. ('ratio', 'utest')")
     opts = options(opts, kw)
-    it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
+    it = Iterations.from_frame(
+        drop_unbalanced(df, opts.keep_unbalanced), extra_unit_columns=unit_extras(opts)
+    )
     return compare_iterations(it, opts, tests)
 
 
@@ -229,6 +234,17 @@ def unpaired_disagrees(
     return (u_up & down) | (u_down & up)
 
 
+def run_level(
+    itf: Iterations, pairs: Pairs, gcode_u: np.ndarray, ng: int, opts: CompareOptions
+) -> tuple[RunValues, np.ndarray]:
+    """Every run's value (``opts.value_test``, ``opts.run_stat``; ``auto`` chooses per
+    benchmark x method) and which runs carry too few pairs to count (``min_run_pairs``):
+    what every interval, test and stopping rule of the group rests on."""
+    rv = run_values(itf, pairs, opts.value_test, opts.run_stat)
+    sparse = sparse_runs(rv.pairs, gcode_u[rv.unit], ng, opts.min_run_pairs)
+    return rv, sparse
+
+
 @dataclass(frozen=True, eq=False)
 class Changes:
     """Relative changes of every group (arrays by group code)."""
@@ -244,8 +260,8 @@ class Changes:
     rank: GroupedSignedRank  # signed-rank test of the run values (cluster means)
     rank_above: GroupedSignedRank | None  # ... of the values minus log(1 + threshold)
     rank_below: GroupedSignedRank | None  # ... of the values minus log(1 - threshold)
-    #: run_stat ``auto``: groups whose runs were summarized by ``means``
-    by_means: np.ndarray | None = None
+    #: run_stat ``auto``: the statistic each group's runs were summarized by (object)
+    stat: np.ndarray | None = None
 
     @property
     def width(self) -> np.ndarray:
@@ -261,8 +277,7 @@ def changes(
 ) -> Changes:
     """Run-level values, intervals and their scaling to relative change, rank tests."""
     ng = len(gkeys)
-    rv = run_values(itf, pairs, opts.value_test, opts.run_stat)
-    sparse = sparse_runs(rv.pairs, gcode_u[rv.unit], ng, opts.min_run_pairs)
+    rv, sparse = run_level(itf, pairs, gcode_u, ng, opts)
     few = np.bincount(gcode_u[rv.unit[sparse]], minlength=ng)
     rv = rv.subset(~sparse)
     ivals, clustered_by, n_clusters, tested = _intervals(itf, rv, gcode_u, gkeys, opts)
@@ -284,9 +299,10 @@ def changes(
             scale = np.bincount(g_run, weights=rv.a_level, minlength=ng) / runs
             change, c_lo, c_hi = est / scale, lo / scale, hi / scale
     change = np.where(runs > 0, change, np.nan)
-    by_means = None
-    if rv.by_means is not None:
-        by_means = np.bincount(g_run[rv.by_means], minlength=ng) > 0
+    stat = None
+    if rv.stat is not None:  # one statistic per group (auto chooses per benchmark x method)
+        stat = np.full(ng, "median", dtype=object)
+        stat[g_run] = rv.stat
     return Changes(
         change,
         c_lo,
@@ -299,7 +315,7 @@ def changes(
         rank,
         above,
         below,
-        by_means,
+        stat,
     )
 
 
@@ -357,11 +373,7 @@ def _result_table(
     out["interval"] = opts.interval
     out["confidence"] = opts.confidence
     out["threshold"] = opts.threshold
-    out["run_stat"] = (
-        np.where(ch.by_means, "means", "median")
-        if opts.run_stat == "auto" and ch.by_means is not None
-        else opts.run_stat
-    )
+    out["run_stat"] = ch.stat if opts.run_stat == "auto" and ch.stat is not None else opts.run_stat
     out["clustered_by"] = ch.clustered_by
     out["overlap_rate"] = opts.overlap_rate
     out["calibrated"] = calibrated(opts, ch.clusters, ch.clustered_by != NO_CLUSTERING)
@@ -389,6 +401,48 @@ def _verdicts(ch: Changes, u: GroupedU, opts: CompareOptions) -> np.ndarray:
         )
     out = pooled_u_verdicts(u.pvalue, u.estimate, alpha)
     out[~defined] = NO_DATA
+    return out
+
+
+#: verdicts whose interval holds (or lies near) 0: ``within`` says how equal
+_WITHIN = (Verdict.NO_CHANGE.value, Verdict.EQUIVALENT.value, Verdict.INCONCLUSIVE.value)
+
+
+def labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` of :func:`compare` with every number named by what it is (the verdict
+    tables of every command; docs/results.md): ``p_value`` becomes the p-value of each
+    row's own test (column ``test``) -- the signed-rank test of the run values, for
+    ``utest-pooled`` the pooled U test --, named in ``p_value_test``; ``u_p_value`` is the
+    pooled U test's. A row whose interval is a stopping rule's (a ``stop`` value) has no
+    p-value. ``within``: where the verdict says B equals A within the interval (``no
+    change detected``, ``equivalent``) or cannot tell (``inconclusive``), the interval's
+    largest distance from 0."""
+    out = rows.copy()
+
+    def numbers(col: str) -> pd.Series:
+        if col not in out.columns:
+            return pd.Series(np.nan, index=out.index, dtype=float)
+        return pd.to_numeric(out[col], errors="coerce").astype(float)
+
+    pooled, rank = numbers("p_value"), numbers("rank_p_value")
+    is_pooled = (
+        (out["test"].astype(str) == "utest-pooled").to_numpy()
+        if "test" in out.columns
+        else np.zeros(len(out), dtype=bool)
+    )
+    out["u_p_value"] = pooled
+    out["p_value"] = np.where(is_pooled, pooled, rank)
+    out["p_value_test"] = np.where(is_pooled, "pooled-u", "signed-rank").astype(object)
+    if "stop" in out.columns:  # the stopping rule's interval: no p-value goes with it
+        ruled = (out["stop"].fillna("").astype(str) != "").to_numpy()
+        out.loc[ruled, ["p_value", "rank_p_value"]] = np.nan
+        out.loc[ruled, "p_value_test"] = None
+    low, high = numbers("ci_low").to_numpy(), numbers("ci_high").to_numpy()
+    with np.errstate(invalid="ignore"):
+        within = np.maximum(np.abs(low), np.abs(high))
+    verdict = out["verdict"] if "verdict" in out.columns else pd.Series("", index=out.index)
+    show = verdict.isin(_WITHIN).to_numpy() & np.isfinite(within)
+    out["within"] = np.where(show, within, np.nan)
     return out
 
 

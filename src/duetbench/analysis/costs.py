@@ -197,8 +197,13 @@ def estimate_costs(
     for key, w in detected.items():
         sel = (df[list(KEY)] == pd.Series(key, index=list(KEY))).all(axis=1).to_numpy()
         part = df.loc[sel]
-        drop: int | str = warmup if warmup is not None else (0 if "warmup" in df.columns else w)
-        pr = paired_runs(part, run_stat=run_stat, warmup=drop, min_overlap=min_overlap)
+        # None: the rows the table marks as warm-up (the config's), as `duet compare` drops
+        drop: int | str | None = (
+            warmup if warmup is not None else (None if "warmup" in df.columns else w)
+        )
+        pr = paired_runs(
+            part, run_stat=run_stat, warmup=drop, min_overlap=min_overlap, min_run_pairs=0
+        )
         if len(pr.runs) < 2:
             continue
         y = pr.runs["value"].to_numpy()

@@ -4,7 +4,8 @@
 of DataFrames, one per table or figure (docs/statistics.md, "Evaluation helpers"):
 
 =================  ==========================================================
-``verdicts``       the verdict table of ``duet compare`` (same options)
+``verdicts``       the verdict table of every command (duetbench.verdicts; given, or
+                   computed here from the table with the same options)
 ``speedup``        RQ1: runtime speedup of aduet/sduet over seqn (eq. 5.1)
 ``overlap``        RQ2: relative overlap time of aduet runs per minimum overlap m (eq. 5.2)
 ``cv``             RQ3: coefficient of variation per side (4.3.1)
@@ -36,8 +37,8 @@ import pandas as pd
 from duetbench.errors import AnalysisError, DuetError
 from duetbench.options import CI_TESTS, TESTS, U_TESTS, CompareOptions, EvaluateOptions, Warmup
 
-from .compare import compare, compare_tests
-from .filters import drop_marked_warmup, drop_warmup
+from .compare import compare, compare_tests, labelled
+from .filters import drop_marked_warmup, drop_unbalanced, drop_warmup
 from .measures import cv, runtime_speedup, shuffle_check, slow_down
 from .overlaps import relative_overlap_time
 
@@ -59,7 +60,10 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "ci_low": N,
         "ci_high": N,
         "ci_width": N,
+        "within": N,
         "p_value": N,
+        "p_value_test": S,
+        "u_p_value": N,
         "rank_p_value": N,
         "mean_a_ns": N,
         "mean_b_ns": N,
@@ -122,6 +126,8 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "ci_high": N,
         "ci_width": N,
         "p_value": N,
+        "p_value_test": S,
+        "u_p_value": N,
         "rank_p_value": N,
         "verdict": S,
         "calibrated": B,
@@ -301,6 +307,10 @@ _USED = (
     "warmup",
     "proc_start_ns",
     "proc_end_ns",
+    # what the verdicts' choices read (run statistic, unbalanced runs)
+    "other_work",
+    "evaluations",
+    "unbalanced",
 )
 _KEY_TEXT = ("experiment", "host", "suite", "benchmark", "method", "pair", "order")
 
@@ -330,19 +340,20 @@ def _tests_rows(
     """Rows of every CI test and of the U tests, per host, suite, benchmark, method.
 
     The U tests' rows have no interval (``compare`` gives them the ratio test's)."""
-    out = compare_tests(df, TESTS, copts, by=by)
+    out = labelled(compare_tests(df, TESTS, copts, by=by))
     out.loc[out["test"].isin(U_TESTS), ["ci_low", "ci_high", "ci_width"]] = np.nan
     out["aa"] = out["benchmark"].astype(str).isin(set(aa))
     return out
 
 
 def _verdict_counts(rows: pd.DataFrame, group: list[str]) -> pd.DataFrame:
-    """Benchmarks with a verdict, how many are same/slower/faster, share judged same."""
+    """Benchmarks with a verdict, how many are slower, faster or neither (``same``: no
+    change detected, equivalent or inconclusive: no alarm), share judged neither."""
     r = rows.loc[rows["verdict"] != "no data"].copy()
     if r.empty:
         return pd.DataFrame(columns=[*group, "benchmarks", "same", "slower", "faster"])
     v = r["verdict"].astype(str)
-    r["_same"] = v.str.startswith("same").astype(np.int64)
+    r["_same"] = (~v.isin(("slower", "faster"))).astype(np.int64)
     r["_slower"] = (v == "slower").astype(np.int64)
     r["_faster"] = (v == "faster").astype(np.int64)
     g = r.groupby(group, sort=True, dropna=False, observed=True)
@@ -495,7 +506,13 @@ def _precision_rows(prep: pd.DataFrame) -> pd.DataFrame:
     return precision_per_second(prep)
 
 
-def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -> Evaluation:
+def evaluate(
+    df: pd.DataFrame,
+    opts: EvaluateOptions | None = None,
+    *,
+    verdicts: pd.DataFrame | None = None,
+    **kw: Any,
+) -> Evaluation:
     """Evaluate an experiment (thesis ch. 5, duet paper sec. 4; docs/evaluate.md).
 
     ``df`` is an iterations table (``duetbench.load``). The options are an
@@ -511,22 +528,28 @@ def evaluate(df: pd.DataFrame, opts: EvaluateOptions | None = None, **kw: Any) -
     the ``verdicts`` table (``ratio``, ``diff``, ``utest`` or ``utest-pooled``, as
     ``duet compare --test``); the ``tests`` table has rows of every test. The other
     options are those of :func:`duetbench.analysis.compare`. Random draws come from
-    ``seed``.
+    ``seed``. ``verdicts``: the rows of :func:`duetbench.verdicts.verdicts` (what the
+    commands pass: an adaptive experiment's carry its stopping rule's intervals); without
+    them the verdict table is computed from ``df`` as that function does for a table.
+    Duet runs the table marks ``unbalanced`` are left out of every section unless
+    ``keep_unbalanced``.
     """
     if not isinstance(df, pd.DataFrame):
         raise AnalysisError("evaluate expects an iterations table (a pandas DataFrame)")
     opts = _options(opts, kw)
     if df.empty:
         raise DuetError("the iterations table is empty: nothing to evaluate")
-    base = _slim(df)
+    base = _slim(drop_unbalanced(df, opts.compare.keep_unbalanced))
     prep, w = _prepared(base, opts.compare.warmup)
     if prep.empty:
         raise DuetError("every iteration is marked as warm-up: nothing to evaluate")
     x = _Input(opts, base, prep, w, _aa_names(df, opts.aa))
     problems: list[str] = []
 
-    # the verdict table of `duet compare` (its grouping, host clustering when needed)
-    verdicts = _shape("verdicts", compare(prep, opts.compare, warmup=w))
+    # the verdict table of every command (its grouping, host clustering when needed)
+    if verdicts is None:
+        verdicts = labelled(compare(prep, opts.compare, warmup=w))
+    verdicts = _shape("verdicts", verdicts.copy())
     tests = _shape("tests", _tests_rows(prep, x.copts, x.aa_names))
     is_aa = tests["aa"].to_numpy(dtype=bool)
     aa_tab = _shape("aa", _verdict_counts(tests.loc[is_aa], ["host", "suite", "method", "test"]))

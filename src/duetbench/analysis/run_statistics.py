@@ -4,9 +4,11 @@ A run's value is its run statistic (median, mean, 10 % trimmed mean) of the pair
 log ratios (ratio test) or differences (difference test), the comparison of the two
 sides' minima (``min``), or of their paired iterations' totals (``means``: the log of
 the ratio of the mean durations, weighted by time; docs/statistics.md, "Run
-statistics beside other work"). ``auto`` (the default of `duet compare`) is the
-median, and ``means`` for the duet runs of a benchmark that ran beside other work (the
-table's ``other_work`` column). Runs are then the unit of every interval and test.
+statistics beside other work"). ``auto`` (the default of every command) chooses per
+benchmark x method (:func:`auto_statistics`): ``min`` for duet micro's samples (its
+inproc runs: the median), ``means`` for the duet runs of a benchmark that ran beside
+other work (the table's ``other_work`` column), the median otherwise. Runs are then the
+unit of every interval and test.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from duetbench.errors import AnalysisError
+from duetbench.options import INPROC_RUN_STAT, MICRO_RUN_STAT
 
 from ._segments import (
     bounds_from_codes,
@@ -38,13 +41,13 @@ class RunValues:
     value: np.ndarray  # statistic of the run's log ratios or differences
     a_level: np.ndarray  # statistic of the run's paired A durations (for diff scaling)
     pairs: np.ndarray  # pairs per run
-    #: run_stat ``auto``: True where the run's value is ``means`` (else the median)
-    by_means: np.ndarray | None = None
+    #: run_stat ``auto``: the statistic of every run's value (object: ``median``, ...)
+    stat: np.ndarray | None = None
 
     def subset(self, mask: np.ndarray) -> RunValues:
-        by_means = None if self.by_means is None else self.by_means[mask]
+        stat = None if self.stat is None else self.stat[mask]
         return RunValues(
-            self.unit[mask], self.value[mask], self.a_level[mask], self.pairs[mask], by_means
+            self.unit[mask], self.value[mask], self.a_level[mask], self.pairs[mask], stat
         )
 
 
@@ -60,18 +63,14 @@ def _run_stat(x: np.ndarray, starts: np.ndarray, lens: np.ndarray, how: str) -> 
 def run_values(it: Iterations, p: Pairs, test: str, run_stat: str) -> RunValues:
     """Summarize the pairs of every run (docs/statistics.md, "Pipeline and defaults", step 4)."""
     if run_stat == "auto":
-        med = run_values(it, p, test, "median")
-        by_means = beside_other_work(it, med.unit)
-        if not by_means.any():
-            return RunValues(med.unit, med.value, med.a_level, med.pairs, by_means)
-        means = run_values(it, p, test, "means")  # the same units, in the same order
-        return RunValues(
-            med.unit,
-            np.where(by_means, means.value, med.value),
-            np.where(by_means, means.a_level, med.a_level),
-            med.pairs,
-            by_means,
-        )
+        base = run_values(it, p, test, "median")
+        stat = auto_statistics(it)[base.unit]
+        value, a_level = base.value.copy(), base.a_level.copy()
+        for other in sorted(set(stat) - {"median"}):
+            alt = run_values(it, p, test, other)  # the same units, in the same order
+            sel = stat == other
+            value[sel], a_level[sel] = alt.value[sel], alt.a_level[sel]
+        return RunValues(base.unit, value, a_level, base.pairs, stat)
     a = it.duration[p.a].astype(np.float64)
     b = it.duration[p.b].astype(np.float64)
     if test == "ratio" and len(a) and (a.min() <= 0 or b.min() <= 0):
@@ -107,6 +106,36 @@ def run_values(it: Iterations, p: Pairs, test: str, run_stat: str) -> RunValues:
     return RunValues(units[order], value[order], a_level[order], lens[order])
 
 
+def _group_of_units(it: Iterations) -> tuple[np.ndarray, int]:
+    """Per unit: the code of its benchmark x method (suite, benchmark, method); groups."""
+    keys = [c for c in ("suite", "benchmark", "method") if c in it.units.columns]
+    if not it.n_units:
+        return np.zeros(0, dtype=np.int64), 0
+    group = it.units.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
+    return group, int(group.max()) + 1
+
+
+def auto_statistics(it: Iterations) -> np.ndarray:
+    """The statistic ``auto`` uses for every unit, chosen per benchmark x method
+    (docs/statistics.md, "Run statistics beside other work"; docs/micro.md,
+    "Statistics"): ``min`` for duet micro's samples (an ``evaluations`` value in the
+    table), ``median`` for their inproc runs (neighbouring samples of one process),
+    ``means`` for duet runs of a benchmark some of whose runs had other work beside
+    them, ``median`` otherwise."""
+    out = np.full(it.n_units, "median", dtype=object)
+    if not it.n_units:
+        return out
+    out[beside_other_work(it, np.arange(it.n_units))] = "means"
+    if it.micro is not None and it.micro.any():
+        group, ng = _group_of_units(it)
+        micro_unit = np.bincount(it.unit[it.micro], minlength=it.n_units) > 0
+        micro = (np.bincount(group[micro_unit], minlength=ng) > 0)[group]
+        inproc = it.units["method"].astype(str).to_numpy() == "inproc"
+        out[micro & inproc] = INPROC_RUN_STAT
+        out[micro & ~inproc] = MICRO_RUN_STAT
+    return out
+
+
 def beside_other_work(it: Iterations, units: np.ndarray) -> np.ndarray:
     """Per unit of ``units``: a duet run of a benchmark (suite, benchmark, method) some of
     whose runs had other work beside them (``other_work``), which ``auto`` summarizes
@@ -114,9 +143,8 @@ def beside_other_work(it: Iterations, units: np.ndarray) -> np.ndarray:
     if it.other_work is None or not len(units) or not it.other_work.any():
         return np.zeros(len(units), dtype=bool)
     busy_unit = np.bincount(it.unit[it.other_work], minlength=it.n_units) > 0
-    keys = [c for c in ("suite", "benchmark", "method") if c in it.units.columns]
-    group = it.units.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
-    busy_group = np.bincount(group[busy_unit], minlength=int(group.max()) + 1) > 0
+    group, ng = _group_of_units(it)
+    busy_group = np.bincount(group[busy_unit], minlength=ng) > 0
     duet = it.units["method"].astype(str).isin(("aduet", "sduet")).to_numpy()
     return (busy_group[group] & duet)[units]
 

@@ -19,8 +19,9 @@ from .ranks import GroupedSignedRank
 # the verdict texts (schema.Verdict) as plain strings: they go into DataFrame columns
 SLOWER = Verdict.SLOWER.value
 FASTER = Verdict.FASTER.value
-SAME = Verdict.SAME.value
-BELOW_THRESHOLD = Verdict.BELOW_THRESHOLD.value
+NO_CHANGE = Verdict.NO_CHANGE.value
+EQUIVALENT = Verdict.EQUIVALENT.value
+INCONCLUSIVE = Verdict.INCONCLUSIVE.value
 NO_DATA = Verdict.NO_DATA.value
 
 
@@ -70,7 +71,7 @@ class MannWhitneyResult:
 
     ``statistic`` is U of A (as ``scipy.stats.mannwhitneyu(a, b).statistic``);
     ``estimate`` is ``P(B > A) + P(B = A) / 2`` (the U of B over ``n_a * n_b``);
-    ``verdict`` is ``slower``/``faster`` when ``pvalue < alpha``, else ``same``.
+    ``verdict`` is ``slower``/``faster`` when ``pvalue < alpha``, else ``no change detected``.
     """
 
     statistic: float
@@ -82,20 +83,25 @@ class MannWhitneyResult:
 
 
 def verdicts(low: npt.ArrayLike, high: npt.ArrayLike, threshold: float = 0.0) -> np.ndarray:
-    """Verdict of each interval of relative change (5.1, 5.2, 5.5).
+    """Verdict of each interval of relative change (docs/statistics.md, "Verdicts").
 
-    ``same`` if the interval contains 0; ``slower`` (``faster``) if it lies wholly
-    above (below) 0 and beyond ``threshold``; ``same (below threshold)`` if it
-    excludes 0 but not ``threshold``; ``no data`` when it is undefined.
+    ``slower`` (``faster``) if it lies wholly above (below) 0 and beyond ``threshold``
+    t. With t > 0: ``equivalent`` if it lies inside (-t, t), else ``inconclusive``
+    (too wide to tell). With t = 0: ``no change detected`` if it holds 0 (the
+    interval's bounds say how equal). ``inconclusive`` for an unbounded interval that
+    is neither slower nor faster; ``no data`` when it is undefined. The stopping rules
+    use the same words (adaptive.outcomes).
     """
     lo = np.asarray(low, dtype=np.float64)
     hi = np.asarray(high, dtype=np.float64)
     t = check_threshold(threshold)
-    out = np.full(lo.shape, SAME, dtype=object)
+    out = np.full(lo.shape, NO_CHANGE if t == 0 else INCONCLUSIVE, dtype=object)
+    if t > 0:
+        out[(lo > -t) & (hi < t)] = EQUIVALENT
+    with np.errstate(invalid="ignore"):
+        out[np.isinf(lo) | np.isinf(hi)] = INCONCLUSIVE
     out[(lo > 0) & (lo > t)] = SLOWER
-    out[(lo > 0) & ~(lo > t)] = BELOW_THRESHOLD
     out[(hi < 0) & (hi < -t)] = FASTER
-    out[(hi < 0) & ~(hi < -t)] = BELOW_THRESHOLD
     out[np.isnan(lo) | np.isnan(hi)] = NO_DATA
     return out
 
@@ -114,20 +120,27 @@ def rank_verdicts(
     ``slower`` (``faster``) when the test rejects "centred on 0" at ``alpha`` with the
     positive (negative) values dominating and, with a ``threshold``, also rejects
     "centred on log(1 + threshold)" (``log(1 - threshold)``) in the same direction
-    -- the test form of "the interval lies beyond the threshold"; ``same (below
-    threshold)`` when only the first rejects; ``no data`` where not ``defined``.
+    -- the test form of "the interval lies beyond the threshold". With a threshold:
+    ``equivalent`` when both of those reject towards the inside (the two one-sided
+    tests of equivalence), else ``inconclusive``; without one: ``no change detected``.
+    ``no data`` where not ``defined``.
     """
-    out = np.full(len(rank.pvalue), SAME, dtype=object)
+    with_threshold = threshold > 0.0 and above is not None and below is not None
+    out = np.full(len(rank.pvalue), INCONCLUSIVE if with_threshold else NO_CHANGE, dtype=object)
     sig = rank.pvalue < alpha
     up = sig & (rank.r_plus > rank.r_minus)
     down = sig & (rank.r_minus > rank.r_plus)
-    out[up] = SLOWER
-    out[down] = FASTER
-    if threshold > 0.0 and above is not None and below is not None:
+    if with_threshold:
+        assert above is not None and below is not None
         beyond_up = (above.pvalue < alpha) & (above.r_plus > above.r_minus)
         beyond_down = (below.pvalue < alpha) & (below.r_minus > below.r_plus)
-        out[up & ~beyond_up] = BELOW_THRESHOLD
-        out[down & ~beyond_down] = BELOW_THRESHOLD
+        inside = (above.pvalue < alpha) & (above.r_minus > above.r_plus)
+        inside &= (below.pvalue < alpha) & (below.r_plus > below.r_minus)
+        out[inside] = EQUIVALENT
+        up &= beyond_up
+        down &= beyond_down
+    out[up] = SLOWER
+    out[down] = FASTER
     out[~np.asarray(defined, dtype=bool)] = NO_DATA
     return out
 
@@ -139,7 +152,7 @@ def pooled_u_verdicts(pvalue: np.ndarray, estimate: np.ndarray, alpha: float) ->
     """
     p = np.asarray(pvalue, dtype=np.float64)
     est = np.asarray(estimate, dtype=np.float64)
-    out = np.full(p.shape, SAME, dtype=object)
+    out = np.full(p.shape, NO_CHANGE, dtype=object)
     sig = p < alpha
     out[sig & (est > 0.5)] = SLOWER
     out[sig & (est < 0.5)] = FASTER
@@ -282,7 +295,7 @@ def mann_whitney_u(a: npt.ArrayLike, b: npt.ArrayLike, *, alpha: float = 0.05) -
         u_a, pv = float(r.statistic), float(r.pvalue)
     est = 1.0 - u_a / (len(av) * len(bv))
     if pv < alpha:
-        verdict = SLOWER if est > 0.5 else FASTER if est < 0.5 else SAME
+        verdict = SLOWER if est > 0.5 else FASTER if est < 0.5 else NO_CHANGE
     else:
-        verdict = SAME
+        verdict = NO_CHANGE
     return MannWhitneyResult(u_a, pv, est, verdict, len(av), len(bv))

@@ -2,7 +2,7 @@
 
 Every step builds the candidate and compares it (B) with the known-good build (A) on
 this machine, measured until sure (docs/adaptive.md): ``slower`` marks it bad;
-``equivalent``, ``faster`` or ``same`` good. ``inconclusive`` -- the stopping rule kept
+``equivalent``, ``faster`` or ``no change detected`` good. ``inconclusive`` -- the stopping rule kept
 measuring until its budget or ``max_runs`` ended it -- and a failed or timed-out
 build skip the candidate: bisect never guesses. docs/history.md, "Bisect".
 """
@@ -22,7 +22,7 @@ from .trees import BuildError, Trees, git, resolve
 
 __all__ = ["BisectResult", "Step", "bisect", "next_candidate"]
 
-GOOD_VERDICTS = ("equivalent", "faster", "same", "same (below threshold)")
+GOOD_VERDICTS = ("equivalent", "faster", "no change detected", "same", "same (below threshold)")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ __all__ = [
     "exit_code_of",
     "gate_markdown",
     "in_tree",
+    "judge",
     "tree_experiment",
 ]
 
@@ -92,31 +93,34 @@ def compare_trees(
     exp: Experiment, out_dir: Path, title: str, *, observer: Any = None
 ) -> GateResult:
     """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it."""
-    from ..adaptive.results import adaptive_rows
-    from ..analysis import compare
-    from ..dataset import open_dataset, with_unbalanced_rows
-    from ..options import CompareOptions
-    from ..report.markdown import compare_markdown
-    from ..report.tables import verdict_table
     from ..schedule.inline import run_experiment
 
     summary = run_experiment(exp, out_dir, observer=observer)
     if summary.interrupted:
         return GateResult(summary.root, None, ExitCode.INTERRUPTED, True, "")
-    dataset = open_dataset(summary.root)
     threshold = max((b.stop.threshold for b in exp.benchmarks if b.stop), default=0.0)
-    opts = CompareOptions(seed=dataset.seed, threshold=threshold).checked()
-    rows = compare(dataset.table, opts) if not dataset.table.empty else None
-    if rows is not None:
-        rows = with_unbalanced_rows(rows, dataset, opts)
-    if rows is None or rows.empty:
+    return judge(summary.root, title, threshold)
+
+
+def judge(root: Path, title: str, threshold: float = 0.0) -> GateResult:
+    """The gate's answer for results directory ``root``: the verdicts every command shows
+    (an adaptive experiment's: its stopping rule's) at ``threshold``, the exit status and
+    the Markdown summary."""
+    from ..dataset import open_dataset
+    from ..options import CompareOptions
+    from ..report.markdown import compare_markdown
+    from ..report.tables import verdict_table
+    from ..verdicts import verdicts
+
+    dataset = open_dataset(root)
+    table = verdicts(dataset, CompareOptions(seed=dataset.seed, threshold=threshold))
+    if table.rows.empty:
         return GateResult(
-            summary.root, rows, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"
+            root, None, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"
         )
-    rows = adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
-    code = exit_code_of([str(v) for v in rows["verdict"]])
-    md = gate_markdown(title, code, rows, compare_markdown(verdict_table(rows, dataset, opts)))
-    return GateResult(summary.root, rows, code, False, md)
+    code = exit_code_of(table.verdict_list())
+    md = gate_markdown(title, code, table.rows, compare_markdown(verdict_table(table)))
+    return GateResult(root, table.rows, code, False, md)
 
 
 _OUTCOME = {

@@ -222,6 +222,12 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         "other work; docs/statistics.md, 'Run statistics beside other work')",
     )
     p.add_argument(
+        "--keep-unbalanced",
+        action="store_true",
+        help="keep duet runs whose sides got unequal CPU shares beside other work "
+        "(default: left out; docs/statistics.md, section Notes)",
+    )
+    p.add_argument(
         "--warmup",
         default=None,
         help="iterations dropped per run and side: N, half, or config (default)",
@@ -332,6 +338,7 @@ def compare_options(
             cluster_by=args.cluster_by,
             overlap_rate=args.overlap_rate,
             min_run_pairs=args.min_run_pairs,
+            keep_unbalanced=args.keep_unbalanced,
         )
 
 

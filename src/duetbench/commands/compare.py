@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from ..dataset import Dataset
-    from ..options import CompareOptions
-
 from ._options import add_compare_options, add_source_command, compare_options, with_seed
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from ..options import CompareOptions
+    from ..verdicts import VerdictTable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,102 +30,58 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..dataset import open_dataset
-    from ..report.json_docs import compare_doc, dumps
-    from ..report.markdown import compare_markdown
-    from ..report.tables import verdict_table
-    from ..report.terminal import print_verdicts
-    from ._output import write_output
+    from ..verdicts import verdicts
 
     opts = compare_options(args)
     dataset = open_dataset(args.source)
-    opts = with_seed(opts, args, dataset.seed)
-    rows, opts = compare_rows(dataset.table, opts, run_stat_given=args.run_stat is not None)
-    rows = with_adaptive(rows, dataset, opts)
-    if args.format == "json":
-        write_output(dumps(compare_doc(rows, dataset, opts)), args.output)
-    elif args.format == "markdown":
-        write_output(compare_markdown(verdict_table(rows, dataset, opts)), args.output)
-    else:
-        print_verdicts(verdict_table(rows, dataset, opts))
-    if args.fail_on_regression and (rows["verdict"] == "slower").any():
+    table = verdicts(dataset, with_seed(opts, args, dataset.seed))
+    render(table, args.format, args.output)
+    if args.fail_on_regression and table.slower:
         return ExitCode.REGRESSION
     return ExitCode.OK
 
 
-def compare_rows(
-    table: pd.DataFrame, opts: CompareOptions, *, run_stat_given: bool
-) -> tuple[pd.DataFrame, CompareOptions]:
-    """The verdict rows, and the options they were computed with.
-
-    Without ``--run-stat``, micro benchmarks (rows from duet micro's worker: an
-    ``evaluations`` column) use ``MICRO_RUN_STAT``, their inproc runs
-    ``INPROC_RUN_STAT``, the others ``opts.run_stat``; when every row has one of them
-    the returned options say so (the JSON ``settings``).
-    """
-    import pandas as pd
-
-    from ..analysis import compare
-    from ..micro.api import micro_benchmarks
-    from ..options import INPROC_RUN_STAT, MICRO_RUN_STAT
-    from ..schema import Method
-
-    micro = set() if run_stat_given else micro_benchmarks(table)
-    if not micro:
-        return compare(table, opts), opts
-    is_micro = table["benchmark"].astype(str).isin(micro).to_numpy()
-    inproc = is_micro & (table["method"].astype(str) == Method.INPROC.value).to_numpy()
-    groups = [
-        (~is_micro, opts),
-        (is_micro & ~inproc, replace(opts, run_stat=MICRO_RUN_STAT)),
-        (inproc, replace(opts, run_stat=INPROC_RUN_STAT)),
-    ]
-    groups = [(mask, o) for mask, o in groups if mask.any()]
-    if len(groups) == 1:
-        return compare(table, groups[0][1]), groups[0][1]
-    rows = pd.concat([compare(table.loc[mask], o) for mask, o in groups], ignore_index=True)
-    return rows.sort_values(["benchmark", "method"], kind="stable", ignore_index=True), opts
-
-
-def render_verdicts(root: Path, fmt: str, run_stat: str | None, threshold: float = 0.0) -> bool:
-    """Print the verdict table of results directory ``root`` in ``fmt`` (table, json,
-    markdown) with `duet compare`'s defaults and ``threshold``; True when a verdict is
-    'slower'."""
-    from ..dataset import open_dataset
-    from ..options import CompareOptions
+def render(table: VerdictTable, fmt: str, output: Path | None = None) -> None:
+    """The verdict table in ``fmt`` (table, json, markdown): to ``output`` or stdout."""
     from ..report.json_docs import compare_doc, dumps
     from ..report.markdown import compare_markdown
     from ..report.tables import verdict_table
     from ..report.terminal import print_verdicts
     from ._output import write_output
 
+    if fmt == "json":
+        write_output(dumps(compare_doc(table)), output)
+    elif fmt == "markdown":
+        write_output(compare_markdown(verdict_table(table)), output)
+    else:
+        print_verdicts(verdict_table(table))
+
+
+def render_verdicts(
+    root: Path,
+    fmt: str,
+    run_stat: str | None,
+    threshold: float = 0.0,
+    *,
+    keep_unbalanced: bool = False,
+) -> bool:
+    """Print the verdict table of results directory ``root`` in ``fmt`` (table, json,
+    markdown) with `duet compare`'s defaults, ``run_stat`` (None: auto), ``threshold``
+    and ``keep_unbalanced``; True when a verdict is 'slower'."""
+    from ..dataset import open_dataset
+    from ..options import CompareOptions
+    from ..verdicts import verdicts
+
     dataset = open_dataset(root)
     opts = CompareOptions.create(
-        seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat, threshold=threshold
+        seed=dataset.seed,
+        run_stat=run_stat or CompareOptions.run_stat,
+        threshold=threshold,
+        keep_unbalanced=keep_unbalanced,
     )
-    rows, opts = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
-    rows = with_adaptive(rows, dataset, opts)
-    if fmt == "json":
-        write_output(dumps(compare_doc(rows, dataset, opts)), None)
-    elif fmt == "markdown":
-        write_output(compare_markdown(verdict_table(rows, dataset, opts)), None)
-    else:
-        print_verdicts(verdict_table(rows, dataset, opts))
-    return bool((rows["verdict"] == "slower").any())
-
-
-def with_adaptive(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> pd.DataFrame:
-    """The rows with one ``no data`` row for every benchmark and method whose runs were all
-    left out as unbalanced (so its note has a row to stand under). An adaptive experiment's
-    rows use the interval its stopping rule used (docs/adaptive.md, "Analysing an adaptive
-    experiment"); a fixed plan's are unchanged."""
-    from ..dataset import with_unbalanced_rows
-
-    rows = with_unbalanced_rows(rows, dataset, opts)
-    if not dataset.stops:
-        return rows
-    from ..adaptive.results import adaptive_rows
-
-    return adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
+    table = verdicts(dataset, opts)
+    render(table, fmt)
+    return table.slower
 
 
 def print_verdicts_after_run(root: Path) -> None:
@@ -144,18 +90,14 @@ def print_verdicts_after_run(root: Path) -> None:
 
     from ..dataset import open_dataset
     from ..errors import DuetError
-    from ..options import CompareOptions
-    from ..report.tables import verdict_table
-    from ..report.terminal import print_verdicts
+    from ..verdicts import verdicts
 
     try:
         dataset = open_dataset(root)
         if dataset.table.empty:
             return
-        opts = CompareOptions(seed=dataset.seed).checked()
-        rows, opts = compare_rows(dataset.table, opts, run_stat_given=False)
-        rows = with_adaptive(rows, dataset, opts)
+        table = verdicts(dataset)
     except DuetError as exc:
         print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
         return
-    print_verdicts(verdict_table(rows, dataset, opts))
+    render(table, "table")

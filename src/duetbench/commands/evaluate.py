@@ -10,8 +10,8 @@ from ._options import add_evaluate_options, add_source_command, evaluate_options
 
 if TYPE_CHECKING:
     from ..analysis.evaluate import Evaluation
-    from ..dataset import Dataset
     from ..options import EvaluateOptions
+    from ..verdicts import VerdictTable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,17 +27,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_evaluate_options(p)
 
 
-def evaluate_source(args: argparse.Namespace, opts: EvaluateOptions) -> tuple[Evaluation, Dataset]:
-    """Open the command's source and evaluate it (`duet evaluate`, `duet report`)."""
+def evaluate_source(
+    args: argparse.Namespace, opts: EvaluateOptions
+) -> tuple[Evaluation, VerdictTable]:
+    """Open the command's source, ask its verdicts (the ones every command shows) and
+    evaluate it (`duet evaluate`, `duet report`); the evaluation reads the dataset as the
+    verdicts analysed it (``VerdictTable.dataset``)."""
     from ..analysis.evaluate import evaluate
     from ..dataset import open_dataset
     from ..errors import DuetError
+    from ..verdicts import verdicts
 
     dataset = open_dataset(args.source)
     if dataset.table.empty:
         raise DuetError(f"{dataset.source}: no iterations to evaluate (did every run fail?)")
     opts = replace(opts, compare=with_seed(opts.compare, args, dataset.seed))
-    return evaluate(dataset.table, opts), dataset
+    table = verdicts(dataset, opts.compare)
+    if table.dataset.table.empty:
+        raise DuetError(f"{dataset.source}: no iterations to evaluate (every run left out)")
+    return evaluate(dataset.table, opts, verdicts=table.rows), table
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from ..report.terminal import print_evaluation
     from ._output import write_output
 
-    ev, dataset = evaluate_source(args, evaluate_options(args))
+    ev, table = evaluate_source(args, evaluate_options(args))
     if args.format == "json":
-        write_output(dumps(evaluate_doc(ev, dataset)), args.output)
+        write_output(dumps(evaluate_doc(ev, table.dataset)), args.output)
     else:
-        print_evaluation(ev, dataset)
+        print_evaluation(ev, table.dataset)
     return 0

@@ -101,6 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_repo_flag(a)
     add_version_flags(a)
     a.add_argument("--format", choices=("table", "json"), default="table")
+    a.add_argument(
+        "--keep-unbalanced",
+        action="store_true",
+        help="analyse it keeping duet runs whose sides got unequal CPU shares beside other "
+        "work, as `duet compare --keep-unbalanced` (default: left out)",
+    )
 
     ls = hs.add_parser("list", help="the versions, experiments, hosts and benchmarks it holds")
     add_repo_flag(ls)
@@ -201,9 +207,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _add(repo: Repository, args: argparse.Namespace, sides: dict[str, Version]) -> int:
+    from ..options import CompareOptions
     from ..report.history_tables import added_table, experiment_json
 
-    info = repo.add(args.results, sides)
+    options = CompareOptions(keep_unbalanced=args.keep_unbalanced) if args.keep_unbalanced else None
+    info = repo.add(args.results, sides, options=options)
     if args.format == "json":
         _json(experiment_json(info), None)
     else:

@@ -115,6 +115,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_threshold(p)
     p.add_argument(
+        "--keep-unbalanced",
+        action="store_true",
+        help="keep duet runs whose sides got unequal CPU shares beside other work (default: "
+        "left out; docs/statistics.md, section Notes)",
+    )
+    p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
@@ -160,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
-    regression = render_verdicts(summary.root, args.format, args.run_stat, threshold)
+    regression = render_verdicts(
+        summary.root, args.format, args.run_stat, threshold, keep_unbalanced=args.keep_unbalanced
+    )
     bad = runs_not_ok(summary.root, exp, None)
     if bad:
         from ..report.progress import print_runs_not_ok

@@ -30,17 +30,15 @@ def run(args: argparse.Namespace) -> int:
     from ..report.html import render_html
     from ..report.markdown import report_markdown
     from ._output import write_output
-    from .compare import with_adaptive
     from .evaluate import evaluate_source
 
     opts = report_options(args)
-    ev, dataset = evaluate_source(args, opts.evaluate)
-    # an adaptive experiment's verdicts use its stopping rule's interval (docs/adaptive.md)
-    ev = replace(ev, verdicts=with_adaptive(ev.verdicts, dataset, ev.settings.compare))
+    # the verdicts every command shows (an adaptive experiment's: its stopping rule's)
+    ev, table = evaluate_source(args, opts.evaluate)
     if args.format == "markdown":
-        write_output(report_markdown(ev, dataset), args.output)
+        write_output(report_markdown(ev, table), args.output)
         return 0
-    html = render_html(ev, dataset, replace(opts, evaluate=ev.settings))
+    html = render_html(ev, table, replace(opts, evaluate=ev.settings))
     out = Path(args.output) if args.output else Path("report.html")
     write_atomic(out, html)
     print(f"report: {out} ({out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)

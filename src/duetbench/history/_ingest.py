@@ -1,11 +1,10 @@
 """An experiment made ready for the repository: its table, records and analysis.
 
-Reads a results directory through :class:`~duetbench.store.ResultsStore` and
-:func:`~duetbench.process.process` (or takes an iterations table from another
-tool), then runs the same analysis as ``duet compare`` grouped by
-(suite, benchmark, method, host fingerprint): the verdict rows with intervals,
-and the run-level values behind them (docs/statistics.md, "Pipeline and
-defaults").
+Reads a results directory through :func:`~duetbench.dataset.open_dataset` (or takes an
+iterations table from another tool), then asks the verdicts every command shows
+(:func:`duetbench.verdicts.verdicts`), grouped by (suite, benchmark, method, host
+fingerprint): the verdict rows with intervals -- an adaptive experiment's from its
+stopping rule -- and the run-level values behind them (docs/statistics.md, "Verdicts").
 """
 
 from __future__ import annotations
@@ -21,17 +20,14 @@ import numpy as np
 import pandas as pd
 
 from ..analysis._table import Iterations
-from ..analysis.compare import (
-    CompareOptions,
-    compare_iterations,
-    filtered,
-    run_values,
-    unit_extras,
-)
-from ..analysis.pairing import pair_rows
+from ..analysis.compare import CompareOptions, filtered, unit_extras
+from ..analysis.filters import drop_unbalanced
+from ..analysis.paired_runs import paired_runs
+from ..dataset import Dataset, RunFlags, open_dataset
 from ..errors import DuetError
-from ..process import process, validate_table
+from ..process import validate_table
 from ..store import ResultsStore
+from ..verdicts import verdicts
 from ._db import HistoryError
 from .fingerprint import HostFingerprint, fingerprint
 
@@ -56,6 +52,10 @@ class ExperimentData:
     runs: tuple[Mapping[str, Any], ...] = ()
     aa_benchmarks: frozenset[str] = frozenset()  # benchmarks without a B side: B = A's version
     problems: tuple[str, ...] = ()
+    #: what the verdicts read beside the table (a results directory's): its run flags, and
+    #: stops.json of an adaptive experiment
+    run_flags: Mapping[tuple[str, str], RunFlags] = field(default_factory=dict)
+    stops: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,15 +76,14 @@ def load_results_dir(root: Path) -> ExperimentData:
     """A results directory of ``duet run`` (read through the store and the parsers)."""
     store = ResultsStore.open(root)
     exp = store.experiment()
-    report = process(root)
-    if report.table.empty:
+    dataset = open_dataset(root)
+    if dataset.table.empty:
         raise HistoryError(
-            f"{root} has no usable iterations (runs used: {report.runs_used}); nothing to add. "
-            "Check its runs with `duet process`"
+            f"{root} has no usable iterations; nothing to add. Check its runs with `duet process`"
         )
     records = store.hosts()
     hosts = {name: fingerprint(rec) for name, rec in records.items()}
-    for name in report.table["host"].astype(str).unique():
+    for name in dataset.table["host"].astype(str).unique():
         hosts.setdefault(name, fingerprint({"host_name": name}))
     runs = tuple(run.to_json() for _rid, run in store.runs() if run is not None)
     config = exp.get("config") or {}
@@ -96,7 +95,7 @@ def load_results_dir(root: Path) -> ExperimentData:
         uid="run:" + hashlib.sha256(_canonical(identity)).hexdigest(),
         name=str(exp.get("name") or root.name),
         source=str(root.resolve()),
-        table=report.table,
+        table=dataset.table.drop(columns=["aa"], errors="ignore"),
         hosts=hosts,
         host_records=records,
         started_ns=exp.get("started_ns"),
@@ -105,7 +104,9 @@ def load_results_dir(root: Path) -> ExperimentData:
         config=config,
         runs=runs,
         aa_benchmarks=aa,
-        problems=tuple(report.problems),
+        problems=tuple(dataset.problems),
+        run_flags=dataset.run_flags,
+        stops=dataset.stops,
     )
 
 
@@ -164,41 +165,53 @@ def _plain(v: Any) -> Any:
 
 
 def analyse(data: ExperimentData, options: CompareOptions | None = None) -> Analysis:
-    """``duet compare``'s analysis per series key, and the run-level values behind it.
+    """The verdicts every command shows (:func:`duetbench.verdicts.verdicts`) per series
+    key, and the run-level values behind them.
 
-    ``options.warmup == 0`` (the default) drops the iterations the config marks as
-    warm-up, as ``duet compare`` does; another value replaces the config's warm-up.
+    ``options.warmup == 0`` drops the iterations the config marks as warm-up, as ``duet
+    compare`` does by default; another value replaces the config's warm-up. The seed is
+    the experiment's unless ``options`` gives one (other than 0), as in `duet compare`.
     """
     opts = options or CompareOptions()
+    if opts.seed == 0 and data.seed:
+        opts = replace(opts, seed=int(data.seed))
     opts = CompareOptions.create(**{**opts.__dict__, "by": SERIES_BY})
     df = data.table
     if opts.warmup == 0 and "warmup" in df.columns:
         df = df.loc[~df["warmup"].astype(bool)]
     df = df.assign(**{FP_COLUMN: df["host"].astype(str).map(lambda h: data.hosts[h].fingerprint)})
+    dataset = Dataset(
+        df, data.source, data.name, opts.seed, data.problems, {}, data.host_records,
+        data.run_flags, data.stops,
+    )  # fmt: skip
     try:
-        it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
-        results = compare_iterations(it, opts)
+        results = verdicts(dataset, opts).rows
+        runs = paired_runs(df, opts).runs
+        it = Iterations.from_frame(
+            drop_unbalanced(df, opts.keep_unbalanced), extra_unit_columns=unit_extras(opts)
+        )
         itf = filtered(it, opts)
-        rv = run_values(itf, pair_rows(itf, opts.min_overlap), "ratio", opts.run_stat)
     except DuetError as exc:
         raise HistoryError(f"{data.source}: cannot analyse the experiment: {exc}") from None
-    per_run = _run_table(itf, rv)
+    per_run = _run_table(itf, runs)
     results = results.merge(_levels(per_run), on=list(SERIES_BY), how="left")
     return Analysis(results=results, run_values=per_run, options=replace(opts))
 
 
-def _run_table(itf: Iterations, rv: Any) -> pd.DataFrame:
-    """One row per run: its keys, log(B/A) run value, pairs, and each side's median."""
+def _run_table(itf: Iterations, runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its keys, log(B/A) run value (NaN where the verdict leaves the run
+    out), pairs, and each side's median."""
     sides = pd.DataFrame({"unit": itf.unit, "side": itf.side, "d": itf.duration})
     med = sides.groupby(["unit", "side"])["d"].median().unstack("side")
     med = med.reindex(columns=[0, 1])
     units = itf.units.copy()
     units["median_a_ns"] = med[0].reindex(units.index).to_numpy()
     units["median_b_ns"] = med[1].reindex(units.index).to_numpy()
-    units["value"] = np.nan
-    units["pairs"] = 0
-    units.loc[rv.unit, "value"] = rv.value
-    units.loc[rv.unit, "pairs"] = rv.pairs.astype(np.int64)
+    keys = ["host", *SERIES_BY, "run"]
+    values = runs[[*keys, "value", "pairs", "kept"]].copy()
+    values.loc[~values["kept"].to_numpy(dtype=bool), "value"] = np.nan
+    units = units.merge(values.drop(columns="kept"), on=keys, how="left")
+    units["pairs"] = units["pairs"].fillna(0).astype(np.int64)
     keep = ["host", *SERIES_BY, "run", "value", "pairs", "median_a_ns", "median_b_ns"]
     return units[keep].sort_values([*SERIES_BY, "host", "run"]).reset_index(drop=True)
 

@@ -161,6 +161,24 @@ def pct_g(x: Any, missing: str = "-") -> str:
     return missing if v is None else f"{v * 100:g} %"
 
 
+def verdict_word(text: str) -> str:
+    """The verdict of a verdict cell without what follows it ("no change detected
+    (+-0.4 %)" -> "no change detected"): what styles it."""
+    return text.split(" (", 1)[0] if not text.startswith("same (") else text
+
+
+def verdict_text(verdict: Any, within: Any = None, threshold: Any = None) -> str:
+    """A verdict as the tables show it: ``no change detected (+-X %)`` with the interval's
+    largest distance from 0 (equal within X %, or cannot tell when X is large),
+    ``equivalent (+-T %)`` with the threshold it is equivalent within; others as they are."""
+    v, w, t = str(verdict), num(within), num(threshold)
+    if v == "no change detected" and w is not None:
+        return f"{v} (±{w * 100:.1f} %)"
+    if v == "equivalent" and t:
+        return f"{v} (±{t * 100:g} %)"
+    return v
+
+
 #: Column kinds (``report/tables.py``) and their default digits
 KINDS = (
     "text",

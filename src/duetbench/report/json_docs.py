@@ -17,7 +17,7 @@ import pandas as pd
 from .._version import __version__
 from ..analysis.evaluate import TABLE_COLUMNS, TABLES, Evaluation
 from ..dataset import Dataset
-from ..options import CompareOptions
+from ..verdicts import VerdictTable
 from .formatting import num
 from .notes import WARNINGS, warnings_by_row
 from .tables import sort_rows
@@ -47,9 +47,10 @@ def _num(x: Any) -> float | int | None:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
-def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> dict[str, Any]:
+def compare_doc(verdicts: VerdictTable) -> dict[str, Any]:
     """The `duet compare --format json` document (schema: data/compare.schema.json); rows
     in the order every other format shows them (methods as seqn, aduet, sduet, inproc)."""
+    rows, dataset, opts = verdicts.rows, verdicts.dataset, verdicts.options
     out_rows = []
     keys = [k for k in ("suite", "benchmark", "method") if k in rows]
     warned = warnings_by_row(sort_rows(rows, keys), dataset, opts.min_overlap)
@@ -65,7 +66,10 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
                 "ci_low": _num(r.get("ci_low")),
                 "ci_high": _num(r.get("ci_high")),
                 "ci_width": _num(r.get("ci_width")),
+                "within": _num(r.get("within")),
                 "p_value": _num(r.get("p_value")),
+                "p_value_test": r.get("p_value_test") or None,
+                "u_p_value": _num(r.get("u_p_value")),
                 "rank_p_value": _num(r.get("rank_p_value")),
                 "runs": int(r.get("runs") or 0),
                 "runs_few_pairs": int(r.get("runs_few_pairs") or 0),
@@ -82,7 +86,7 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
         if r.get("stop"):  # an adaptive experiment (docs/adaptive.md)
             out_rows[-1]["stop"] = str(r["stop"])
             out_rows[-1]["explanation"] = str(r.get("explanation") or "")
-    verdicts = [r["verdict"] for r in out_rows]
+    words = [r["verdict"] for r in out_rows]
     return {
         "schema": COMPARE_SCHEMA_ID,
         "tool": "duetbench",
@@ -92,18 +96,14 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
         "settings": opts.settings(),
         "rows": out_rows,
         "summary": {
-            "slower": verdicts.count("slower"),
-            "faster": verdicts.count("faster"),
-            "same": sum(v.startswith("same") for v in verdicts),
-            "no_data": verdicts.count("no data"),
-            **(
-                {
-                    "equivalent": verdicts.count("equivalent"),
-                    "inconclusive": verdicts.count("inconclusive"),
-                }
-                if "stop" in rows
-                else {}
-            ),
+            "slower": words.count("slower"),
+            "faster": words.count("faster"),
+            "no_change": words.count("no change detected"),
+            "equivalent": words.count("equivalent"),
+            "inconclusive": words.count("inconclusive"),
+            # neither slower nor faster, and measured (earlier releases' `same`)
+            "same": sum(w not in ("slower", "faster", "no data") for w in words),
+            "no_data": words.count("no data"),
         },
         "problems": list(dataset.problems),
         "excluded": dict(dataset.excluded),

@@ -8,12 +8,12 @@ import shlex
 
 from .._version import __version__
 from ..analysis.evaluate import Evaluation
-from ..dataset import Dataset
+from ..verdicts import VerdictTable
 from . import evaluation_tables as et
-from .formatting import md_cell, md_code, md_heading, md_text
+from .formatting import md_cell, md_code, md_heading, md_text, verdict_word
 from .tables import Note, Table, verdict_table
 
-VERDICT_ICONS = {"slower": "🔴 slower", "faster": "🟢 faster"}
+VERDICT_ICONS = {"slower": "🔴 ", "faster": "🟢 "}
 
 
 def table_lines(table: Table) -> list[str]:
@@ -26,7 +26,7 @@ def table_lines(table: Table) -> list[str]:
         cells = []
         for c, text in zip(table.columns, table.cells(row), strict=True):
             if c.kind == "verdict":
-                text = VERDICT_ICONS.get(text, text)
+                text = VERDICT_ICONS.get(verdict_word(text), "") + text
             elif c.kind == "text":
                 text = md_text(text)  # user text: benchmark, host and suite names
             cells.append(md_cell(text))
@@ -72,9 +72,10 @@ def _section(table: Table, details: bool = False) -> list[str]:
     return ["", f"### {md_heading(table.title)}", "", *table_lines(table)]
 
 
-def report_markdown(ev: Evaluation, dataset: Dataset) -> str:
+def report_markdown(ev: Evaluation, vt: VerdictTable) -> str:
     """The report's tables and verdicts in Markdown ($GITHUB_STEP_SUMMARY)."""
-    verdicts = verdict_table(ev.verdicts, dataset, ev.settings.compare)
+    dataset = vt.dataset
+    verdicts = verdict_table(vt)
     out = [
         f"## duetbench report: {md_text(dataset.name)}",
         "",

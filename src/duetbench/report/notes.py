@@ -109,7 +109,7 @@ def row_warnings(
                 "unpaired_disagrees",
                 f"{name}: the paired estimate ({_pct(r.get('change'))}) points the other way "
                 f"from the unpaired comparison (mean A {_ms(r.get('mean_a_ns'))}, mean B "
-                f"{_ms(r.get('mean_b_ns'))}, pooled U test p = {_p(r.get('p_value'))}): the "
+                f"{_ms(r.get('mean_b_ns'))}, pooled U test p = {_p(r.get('u_p_value', r.get('p_value')))}): the "
                 "pairs cannot be trusted; likely interference that hit one side only "
                 "(docs/statistics.md, section Notes)",
             )

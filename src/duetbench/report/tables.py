@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..dataset import Dataset
+    from ..verdicts import VerdictTable
 
 #: Display order of methods and tests (rows are sorted by it, not alphabetically).
 METHOD_ORDER = {"seqn": 0, "aduet": 1, "sduet": 2, "inproc": 3}
@@ -116,10 +117,8 @@ def test_label(test: str) -> str:
     return f"{test} test"
 
 
-def verdict_p(row: dict[str, Any], test: str) -> Any:
-    """The p-value that goes with the verdict's test: the pooled U test's for
-    ``utest-pooled``, else the signed-rank test's of the run values."""
-    return row.get("p_value") if test == "utest-pooled" else row.get("rank_p_value")
+#: what the mean columns are, in every caption: not the change's statistic
+MEANS_NOTE = "mean A/B: every analysed iteration, unpaired"
 
 
 def verdict_caption(opts: CompareOptions) -> str:
@@ -127,7 +126,7 @@ def verdict_caption(opts: CompareOptions) -> str:
     threshold = f", threshold {opts.threshold * 100:g} %" if opts.threshold else ""
     return (
         f"{test_label(opts.test)}, {opts.confidence * 100:g} % {opts.interval} interval; "
-        f"change = B vs A, + means B slower{threshold}"
+        f"change = B vs A, + means B slower{threshold}; {MEANS_NOTE}"
     )
 
 
@@ -135,7 +134,8 @@ def adaptive_caption(opts: CompareOptions) -> str:
     """How to read the verdict table of an adaptive experiment (docs/adaptive.md)."""
     return (
         f"measured until sure: the stopping rule's {opts.confidence * 100:g} % interval, "
-        "valid at its stop (runs = runs done); change = B vs A, + means B slower"
+        "valid at its stop (runs = runs done; no p-value goes with it); change = B vs A, "
+        f"+ means B slower; {MEANS_NOTE}"
     )
 
 
@@ -174,8 +174,9 @@ VERDICT_COLUMNS = (
 )
 
 
-def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
-    """The raw values of the verdict table, in display order."""
+def verdict_rows(rows: pd.DataFrame) -> tuple[dict[str, Any], ...]:
+    """The raw values of the verdict table, in display order (rows of
+    :func:`duetbench.verdicts.verdicts`)."""
     out = []
     for r in sort_rows(rows, [k for k in ("suite", "benchmark", "method") if k in rows]).to_dict(
         "records"
@@ -188,10 +189,10 @@ def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
                 "mean_b_ns": r.get("mean_b_ns"),
                 "change": r.get("change"),
                 "ci": (r.get("ci_low"), r.get("ci_high")),
-                "p": verdict_p(r, test),
+                "p": r.get("p_value"),
                 "runs": int(r.get("runs") or 0),
                 "pairs": int(r.get("pairs") or 0),
-                "verdict": str(r["verdict"]),
+                "verdict": fmt.verdict_text(r["verdict"], r.get("within"), r.get("threshold")),
             }
         )
         if "stop" in rows:
@@ -199,9 +200,10 @@ def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> Table:
-    """The verdict table of `duet compare` (and of `duet run`, `duet report`, the
-    evaluation): one row per benchmark and method, with its notes."""
+def verdict_table(verdicts: VerdictTable) -> Table:
+    """The verdict table of `duet compare` (and of every command that shows verdicts):
+    one row per benchmark and method, with its notes."""
+    rows, dataset, opts = verdicts.rows, verdicts.dataset, verdicts.options
     col = rows["clustered_by"] if "clustered_by" in rows.columns else []
     clustered = sorted({str(c) for c in col if isinstance(c, str) and c and c != "run"})
     notes = []
@@ -215,7 +217,7 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
         )
     notes += [Note("note", n) for n in verdict_notes(rows, dataset, opts.min_overlap)]
     columns, caption = VERDICT_COLUMNS, verdict_caption(opts)
-    if "stop" in rows:  # an adaptive experiment: the interval its stopping used
+    if verdicts.adaptive:  # an adaptive experiment: the interval its stopping used
         columns = (*VERDICT_COLUMNS[:-1], Column("stop", "stop"), VERDICT_COLUMNS[-1])
         caption = adaptive_caption(opts)
         for r in rows.to_dict("records"):
@@ -226,7 +228,7 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
         name="verdicts",
         title=dataset.name,
         columns=columns,
-        rows=verdict_rows(rows, opts.test),
+        rows=verdict_rows(rows),
         caption=caption,
         notes=(*notes, *dataset_notes(dataset)),
     )

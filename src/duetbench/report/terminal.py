@@ -11,15 +11,18 @@ from rich.table import Table as RichTable
 from ..analysis.evaluate import Evaluation
 from ..dataset import Dataset
 from . import evaluation_tables as et
-from .formatting import rich_text
+from .formatting import rich_text, verdict_word
 from .tables import Note, Table, dataset_notes
 
 VERDICT_STYLE = {
     "slower": "bold red",
     "faster": "bold green",
-    "same": "white",
-    "same (below threshold)": "dim",
+    "no change detected": "white",
+    "equivalent": "white",
+    "inconclusive": "yellow",
     "no data": "yellow",
+    "same": "white",  # results of earlier releases (a history repository keeps them)
+    "same (below threshold)": "dim",
 }
 HEALTH_STYLE = {"ok": "green", "flagged": "bold red", "excluded": "dim", "quarantined": "red"}
 #: how each kind of note starts (rich markup), and how it ends
@@ -57,7 +60,7 @@ def rich_table(
         for c, text in zip(table.columns, table.cells(row), strict=True):
             cell = rich_text(text)
             if c.kind == "verdict":
-                cell = f"[{VERDICT_STYLE.get(text, 'white')}]{cell}[/]"
+                cell = f"[{VERDICT_STYLE.get(verdict_word(text), 'white')}]{cell}[/]"
             elif c.kind == "health":  # "flagged: why": the verdict styled, the reason plain
                 word, _, why = text.partition(":")
                 style = HEALTH_STYLE.get(word, "yellow")

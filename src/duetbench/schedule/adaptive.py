@@ -2,9 +2,13 @@
 
 An adaptive benchmark x method is planned up to ``stop.max_runs`` repetitions in RMIT
 rounds (plan.py). After every finished run the :class:`StopTracker` parses only that
-run's sides (``process.run_table``), keeps its run-level value and machine seconds,
-and asks :func:`duetbench.adaptive.decide`; once a benchmark x method stops, its
-remaining planned runs are skipped (recorded in ``stops.json``, never as failures).
+run's sides (``process.run_table``), keeps its iterations and machine seconds, and asks
+:func:`duetbench.adaptive.decide` with the run values of the runs it took -- computed
+from those runs by the function every command's verdict rests on
+(:func:`duetbench.adaptive.results.analysed_values`, with the analysis options written
+to ``stops.json``), so the interval it stops on is the one `duet compare`, the gate and
+the history show; once a benchmark x method stops, its remaining planned runs are
+skipped (recorded in ``stops.json``, never as failures).
 ``--resume`` replays the finished runs in plan order through the same tracker, so it
 reaches the decisions an uninterrupted run would have, and continues the same rule.
 """
@@ -16,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..adaptive.results import explain
+from ..adaptive.results import analysed_values, explain
 from ..adaptive.sequential import WIDTH_FIRST_LOOK
 from ..config.stop import StopSettings
 from ..errors import DuetError
+from ..options import CompareOptions
 from ..plan import RunSpec
 from ..records import RunRecord
 from ..schema import Method
@@ -29,6 +34,16 @@ __all__ = ["KEY_SEP", "StopTracker", "stop_key"]
 
 #: separates benchmark and method in the keys of stops.json
 KEY_SEP = "/"
+#: the analysis options that make the run values a stopping rule decides on (stops.json
+#: ``analysis``): every command analyses an adaptive experiment's runs with them
+RULE_OPTIONS = (
+    "run_stat",
+    "min_overlap",
+    "overlap_rate",
+    "min_run_pairs",
+    "warmup",
+    "keep_unbalanced",
+)
 
 
 def stop_key(benchmark: str, method: str) -> str:
@@ -45,6 +60,7 @@ class _State:
     key: str = ""  # stop_key(benchmark, method)
     values: dict[str, list[float]] = field(default_factory=dict)
     value_runs: dict[str, list[int]] = field(default_factory=dict)  # the rep of every value
+    tables: dict[int, Any] = field(default_factory=dict)  # rep -> its iterations (DataFrame)
     seconds: float = 0.0
     reps: int = 0
     pending: dict[int, list[RunRecord]] = field(default_factory=dict)  # seqn halves
@@ -88,15 +104,25 @@ def _run_seconds(record: RunRecord) -> float:
 class StopTracker:
     """The stopping decisions of an experiment's adaptive benchmarks (none: inert)."""
 
-    def __init__(self, store: ResultsStore, plan: list[RunSpec], stops: dict[str, StopSettings]):
+    def __init__(
+        self,
+        store: ResultsStore,
+        plan: list[RunSpec],
+        stops: dict[str, StopSettings],
+        options: CompareOptions | None = None,
+    ):
         from ..adaptive import StopRule
 
         self.store = store
         self.plan = plan
+        #: how run values are made (the verdicts' defaults): written to stops.json, so every
+        #: command analyses the runs the rule took as the rule did
+        self.options = (options or CompareOptions()).checked()
         self.states: dict[str, _State] = {
             key: _State(s, StopRule.create(**s.rule_kwargs()), key) for key, s in stops.items()
         }
         self.autos: dict[str, _Auto] = {}
+        self._taken: Any = None  # the iterations of the repetition being taken
         #: run ids the plan has passed: observed, or skipped as their method had stopped
         self._done: set[str] = set()
         self._runs_of: dict[str, set[str]] = {}  # stop key -> its planned run ids
@@ -175,9 +201,12 @@ class StopTracker:
         else:
             records = [record]
         st.reps += 1
+        self._taken = None
         for bench, value in self._values(records).items():
             st.values.setdefault(bench, []).append(value)
             st.value_runs.setdefault(bench, []).append(spec.rep)
+        if self._taken is not None and any(spec.rep in r for r in st.value_runs.values()):
+            st.tables[spec.rep] = self._taken  # what the decisions compute the values from
         auto = self.autos.get(spec.benchmark)
         if auto is not None and not self._choose(spec.benchmark, auto):
             return False  # the pilot goes on
@@ -265,24 +294,49 @@ class StopTracker:
             return False
         return _seconds(states) + max(st.per_rep for st in states) > budget
 
-    def _values(self, records: list[RunRecord]) -> dict[str, float]:
+    def _table(self, records: list[RunRecord]) -> Any:
+        """The iterations of one repetition (a seqn one: both runs), None: nothing usable."""
         import pandas as pd
 
-        from ..adaptive import run_level_values
         from ..process import run_table
 
         tables = [t for r in records if (t := run_table(self.store, r)) is not None]
-        if not tables:
+        return pd.concat(tables, ignore_index=True) if tables else None
+
+    def _values(self, records: list[RunRecord]) -> dict[str, float]:
+        """The run value of one repetition per table benchmark (what method auto compares);
+        its iterations are kept in ``_taken``."""
+        from ..adaptive import run_level_values
+
+        table = self._taken = self._table(records)
+        if table is None:
             return {}
         try:
-            values = run_level_values(pd.concat(tables, ignore_index=True))
+            values = run_level_values(table, self.options, by=("benchmark", "method"))
         except DuetError:  # e.g. a run without pairs: no value (the rule waits for more)
             return {}
         return {
-            str(key[1]): float(v[-1])
+            str(key[0]): float(v[-1])
             for key, v in values.items()
             if len(v) and math.isfinite(v[-1])
         }
+
+    def _analysed(self, st: _State, bench: str) -> tuple[list[int], Any]:
+        """The repetitions the rule takes for ``bench`` (after a method auto switch) and
+        their run values, computed from those runs together as every command does."""
+        import numpy as np
+        import pandas as pd
+
+        reps = st.value_runs.get(bench, [])[st.analyse_from :]
+        tables = [st.tables[r] for r in reps if r in st.tables]
+        if not tables:  # values given without their iterations
+            return reps, np.asarray(st.values.get(bench, [])[st.analyse_from :])
+        method = st.key.rpartition(KEY_SEP)[2]
+        table = pd.concat(tables, ignore_index=True)
+        try:
+            return reps, analysed_values(table, bench, method, reps, self.options)
+        except DuetError:
+            return reps, np.asarray(st.values.get(bench, [])[st.analyse_from :])
 
     def _decide(self, st: _State) -> bool:
         from ..adaptive import StopReason, decide, with_first_look
@@ -291,8 +345,9 @@ class StopTracker:
         others = self._spent_elsewhere(st)
         if others and rule.budget_s is not None:  # method auto: the rest of the budget
             rule = replace(rule, budget_s=max(rule.budget_s - others, 1e-9))
-        for bench, vals in st.values.items():
-            st.decisions[bench] = decide(vals[st.analyse_from :], rule, seconds=st.seconds)
+        for bench in st.values:
+            _reps, vals = self._analysed(st, bench)
+            st.decisions[bench] = decide(vals, rule, seconds=st.seconds)
         if st.reps >= rule.max_runs or self._ran_out(st):  # the planned repetitions
             reason = StopReason.MAX_RUNS
         elif rule.budget_s is not None and st.reps and st.seconds + st.per_rep > rule.budget_s:
@@ -359,7 +414,12 @@ class StopTracker:
                     "chosen": auto.chosen,
                     **({"choice": auto.choice.to_json()} if auto.choice is not None else {}),
                 }
-        return {"kind": "duetbench-stops", "stops": out}
+        return {
+            "kind": "duetbench-stops",
+            # the analysis options the run values were made with (duet compare takes them)
+            "analysis": {k: v for k, v in self.options.settings().items() if k in RULE_OPTIONS},
+            "stops": out,
+        }
 
     def write(self) -> None:
         if self.active:

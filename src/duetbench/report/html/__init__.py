@@ -20,8 +20,8 @@ import pandas as pd
 
 from ..._version import __version__
 from ...analysis.evaluate import Evaluation
-from ...dataset import Dataset
 from ...options import ReportOptions
+from ...verdicts import VerdictTable
 from ..markdown import report_markdown
 from .accuracy import accuracy_section
 from .hosts import hosts_section, settings_section
@@ -46,12 +46,14 @@ def count_runs(df: pd.DataFrame) -> int:
     return int(np.where(per["method"].astype(str) == "seqn", per["pair"], 1).sum())
 
 
-def render_html(ev: Evaluation, dataset: Dataset, opts: ReportOptions | None = None) -> str:
-    """The complete, self-contained report (a string of HTML)."""
+def render_html(ev: Evaluation, verdicts: VerdictTable, opts: ReportOptions | None = None) -> str:
+    """The complete, self-contained report (a string of HTML): ``verdicts`` are the ones
+    every command shows, their dataset (as analysed) what the report draws."""
     opts = opts or ReportOptions(evaluate=ev.settings)
+    dataset = verdicts.dataset
     df = dataset.table
     page = Page()
-    verdicts_section(page, ev, dataset)
+    verdicts_section(page, verdicts)
     ci_section(page, ev)
     timeline_section(page, df, opts)
     distribution_section(page, df, ev)
@@ -82,6 +84,6 @@ def render_html(ev: Evaluation, dataset: Dataset, opts: ReportOptions | None = N
     return page.document(title, header)
 
 
-def render_markdown(ev: Evaluation, dataset: Dataset) -> str:
+def render_markdown(ev: Evaluation, verdicts: VerdictTable) -> str:
     """The report's tables and verdicts in Markdown (``duetbench.report.markdown``)."""
-    return report_markdown(ev, dataset)
+    return report_markdown(ev, verdicts)

@@ -9,15 +9,19 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from ..formatting import verdict_word
 from ..tables import Table
 from .plots import PLOT_CONFIG, TEMPLATE
 
 VERDICT_CLASS = {
     "slower": "v-slower",
     "faster": "v-faster",
-    "same": "v-same",
-    "same (below threshold)": "v-same",
+    "no change detected": "v-same",
+    "equivalent": "v-same",
+    "inconclusive": "v-nodata",
     "no data": "v-nodata",
+    "same": "v-same",  # results of earlier releases
+    "same (below threshold)": "v-same",
 }
 
 
@@ -98,7 +102,7 @@ class Page:
 
 def verdict_html(v: Any) -> str:
     v = str(v)
-    return f'<span class="verdict {VERDICT_CLASS.get(v, "v-nodata")}">{esc(v)}</span>'
+    return f'<span class="verdict {VERDICT_CLASS.get(verdict_word(v), "v-nodata")}">{esc(v)}</span>'
 
 
 def html_table(table: Table, *, cls: str = "") -> str:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from ...analysis.evaluate import Evaluation
-from ...dataset import Dataset
+from ...verdicts import VerdictTable
 from .. import formatting as fmt
 from ..tables import verdict_table
 from .page import Page, esc, html_table
 from .plots import METHOD_COLORS, TEST_NAMES, label_margin, methods_in, rounded
 
 
-def verdicts_section(page: Page, ev: Evaluation, dataset: Dataset) -> None:
-    table = verdict_table(ev.verdicts, dataset, ev.settings.compare)
+def verdicts_section(page: Page, verdicts: VerdictTable) -> None:
+    table = verdict_table(verdicts)
     page.section(
         "verdicts",
         "Verdicts",
@@ -21,7 +21,8 @@ def verdicts_section(page: Page, ev: Evaluation, dataset: Dataset) -> None:
         "Same table as <code>duet compare</code>.",
     )
     page.add(html_table(table, cls="verdicts"))
-    counts = ev.verdicts["verdict"].value_counts().to_dict() if not ev.verdicts.empty else {}
+    rows = verdicts.rows
+    counts = rows["verdict"].value_counts().to_dict() if not rows.empty else {}
     summary = ", ".join(f"{n} {esc(v)}" for v, n in sorted(counts.items()))
     if summary:
         page.add(f'<p class="note">{summary}.</p>')

@@ -1,0 +1,222 @@
+"""Is B slower than A? The one answer every command gives (docs/statistics.md, "Verdicts").
+
+:func:`verdicts` turns a :class:`~duetbench.dataset.Dataset` (a results directory or
+an iterations table) and :class:`~duetbench.options.CompareOptions` into a
+:class:`VerdictTable`: one row per benchmark x method with its change, interval and
+verdict. `duet compare`, `duet run` (the table at its end), `duet micro`, `duet gate`,
+`duet bisect`, `duet history add` (and so the dashboard), `duet evaluate` and `duet
+report` all call it and only render what it returns; the stopping rule of an adaptive
+experiment computes its run values with the same function
+(:func:`duetbench.adaptive.results.analysed_values`). It owns every choice that changes
+a number:
+
+- the run statistic of each row (``--run-stat auto``: ``min`` for duet micro's samples,
+  the median for their inproc runs, ``means`` for duets beside other work, the median
+  otherwise: ``analysis.run_statistics.auto_statistics``);
+- which runs count: warm-up, duet runs left out as unbalanced
+  (``options.keep_unbalanced``), runs with far too few pairs;
+- fixed-n or the stopping rule's interval: an adaptive experiment's rows carry the
+  interval its rule stopped on, from the run values of the runs it took, with the
+  analysis options written to ``stops.json``;
+- the threshold and the verdict words (``no change detected``, ``equivalent``,
+  ``inconclusive``: analysis.stats.verdicts);
+- what every number is: ``p_value`` is the p-value of the verdict's own test
+  (``p_value_test`` names it; none for a stopping rule's interval), ``u_p_value`` the
+  pooled U test's, ``mean_a_ns``/``mean_b_ns`` each side's mean over all its analysed
+  iterations (unpaired, so they may disagree with the paired change: a note says when);
+- the dataset the notes read (:attr:`VerdictTable.dataset`: the analysed table, the
+  unbalanced runs flagged only where they were left out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .adaptive.results import adaptive_rows
+from .analysis import compare
+from .analysis.compare import labelled
+from .analysis.filters import drop_unbalanced, unbalanced_mask
+from .dataset import Dataset
+from .options import CompareOptions
+from .schema import Verdict
+
+__all__ = ["ROW_COLUMNS", "VerdictTable", "verdicts"]
+
+#: the columns of every row (an adaptive experiment's add ``stop`` and ``explanation``)
+ROW_COLUMNS = (
+    "suite",
+    "benchmark",
+    "method",
+    "mean_a_ns",
+    "mean_b_ns",
+    "change",
+    "ci_low",
+    "ci_high",
+    "ci_width",
+    "within",
+    "p_value",
+    "p_value_test",
+    "u_p_value",
+    "u_statistic",
+    "rank_p_value",
+    "runs",
+    "runs_few_pairs",
+    "pairs",
+    "clusters",
+    "verdict",
+    "test",
+    "interval",
+    "confidence",
+    "threshold",
+    "run_stat",
+    "clustered_by",
+    "overlap_rate",
+    "calibrated",
+    "unkept_overlap",
+    "unpaired_disagrees",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class VerdictTable:
+    """The verdicts of a dataset: ``rows`` (:data:`ROW_COLUMNS`, one per benchmark x
+    method, sorted), the ``options`` that made them, the ``dataset`` as analysed (its
+    table without the runs left out, its flags and what was excluded: what the notes
+    read), and whether the rows carry a stopping rule's decisions (``adaptive``)."""
+
+    rows: pd.DataFrame
+    options: CompareOptions
+    dataset: Dataset
+    adaptive: bool = False
+
+    @property
+    def slower(self) -> bool:
+        """Whether any verdict is ``slower`` (a regression)."""
+        return (
+            bool((self.rows["verdict"] == Verdict.SLOWER.value).any()) if len(self.rows) else False
+        )
+
+    def verdict_list(self) -> list[str]:
+        return [str(v) for v in self.rows["verdict"]] if len(self.rows) else []
+
+
+def verdicts(dataset: Dataset, options: CompareOptions | None = None) -> VerdictTable:
+    """The verdict of every benchmark x method of ``dataset`` (see the module doc).
+
+    ``options``: the analysis (default: `duet compare`'s, with the experiment's seed).
+    An empty table gives no rows.
+    """
+    opts = (options if options is not None else CompareOptions(seed=dataset.seed)).checked()
+    analysed = analysed_dataset(dataset, opts)
+    if dataset.table.empty:
+        rows = pd.DataFrame({c: pd.Series(dtype=object) for c in ROW_COLUMNS})
+        return VerdictTable(rows, opts, analysed)
+    rows = compare(dataset.table, opts)
+    rows = with_unbalanced_rows(rows, analysed, opts, dataset.table)
+    adaptive = bool(dataset.stops) and not rows.empty
+    if adaptive:
+        rows = adaptive_rows(rows, dataset.table, dataset.stops, rule_options(dataset.stops, opts))
+        adaptive = "stop" in rows.columns
+    return VerdictTable(_labelled(rows), opts, analysed, adaptive)
+
+
+def rule_options(stops: Mapping[str, Any] | None, opts: CompareOptions) -> CompareOptions:
+    """``opts`` with the analysis options the stopping rule made its run values with
+    (stops.json ``analysis``; results of earlier releases have none: ``opts``)."""
+    recorded = dict((stops or {}).get("analysis") or {})
+    if not recorded:
+        return opts
+    return CompareOptions.create(**{**vars(opts), **recorded})
+
+
+def analysed_dataset(dataset: Dataset, opts: CompareOptions) -> Dataset:
+    """``dataset`` as the verdicts see it: without the unbalanced runs left out (counted
+    in ``excluded``), flagged as unbalanced only where they were left out."""
+    table = dataset.table
+    left_out = 0
+    if not opts.keep_unbalanced and len(table):
+        mask = unbalanced_mask(table)
+        if mask.any():
+            keys = [c for c in ("run_id",) if c in table.columns] or [
+                c for c in ("host", "benchmark", "method", "run") if c in table.columns
+            ]
+            left_out = len(table.loc[mask, keys].drop_duplicates())
+            table = drop_unbalanced(table)
+    flags = dataset.run_flags
+    if opts.keep_unbalanced:
+        flags = {k: replace(f, unbalanced=()) for k, f in flags.items()}
+    excluded = dict(dataset.excluded)
+    if left_out:
+        runs = dict(excluded.get("runs") or {})
+        runs["unbalanced"] = runs.get("unbalanced", 0) + left_out
+        excluded["runs"] = runs
+    return replace(dataset, table=table, run_flags=flags, excluded=excluded)
+
+
+def with_unbalanced_rows(
+    rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions, table: pd.DataFrame
+) -> pd.DataFrame:
+    """``rows`` and a ``no data`` row per (benchmark, method) left without a run because
+    every run was unbalanced (so its note has a row to stand under); its other keys
+    (``opts.by``: suite, a host fingerprint...) are those of its runs in ``table``."""
+    have = set()
+    if not rows.empty and {"benchmark", "method"} <= set(rows.columns):
+        have = set(zip(rows["benchmark"].astype(str), rows["method"].astype(str), strict=True))
+    extra = []
+    for (bench, method), flags in sorted(dataset.run_flags.items()):
+        if flags.unbalanced and (bench, method) not in have:
+            extra.append(_no_data_row(bench, method, table, opts))
+    if not extra:
+        return rows
+    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
+    return out.sort_values(["benchmark", "method"], kind="stable", ignore_index=True)
+
+
+def _no_data_row(
+    bench: str, method: str, table: pd.DataFrame, opts: CompareOptions
+) -> dict[str, object]:
+    mine = table.loc[
+        (table["benchmark"].astype(str) == bench).to_numpy()
+        & (table["method"].astype(str) == method).to_numpy()
+    ]
+    keys: dict[str, object] = {"suite": ""}
+    for col in opts.by:
+        if col in mine.columns and len(mine):
+            keys[col] = mine[col].iloc[0]
+    return {
+        **keys,
+        "benchmark": bench,
+        "method": method,
+        "verdict": Verdict.NO_DATA.value,
+        "runs": 0,
+        "runs_few_pairs": 0,
+        "pairs": 0,
+        "clusters": 0,
+        "test": opts.test,
+        "interval": opts.interval,
+        "confidence": opts.confidence,
+        "threshold": opts.threshold,
+        "run_stat": opts.run_stat,
+        "clustered_by": "run",
+        "overlap_rate": opts.overlap_rate,
+        "calibrated": False,
+        "unpaired_disagrees": False,
+    }
+
+
+def _labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with every number named (:func:`duetbench.analysis.compare.labelled`), in
+    the columns of :data:`ROW_COLUMNS`, sorted by benchmark and method."""
+    out = labelled(rows)
+    for c in ROW_COLUMNS:
+        if c not in out.columns:
+            out[c] = np.nan
+    extra = [c for c in out.columns if c not in ROW_COLUMNS]
+    return out[[*ROW_COLUMNS, *extra]].sort_values(
+        ["benchmark", "method"], kind="stable", ignore_index=True
+    )
