@@ -7,10 +7,11 @@ into a normal results directory, prints the verdict table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from ..errors import ExitCode
-from ..options import RUN_STATS
+from ..options import MEASURES, RUN_STATS
 from ._options import add_threshold, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
@@ -113,6 +114,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how a run's samples are summarized (default for micro benchmarks: min, "
         "docs/micro.md, 'Statistics')",
     )
+    p.add_argument(
+        "--measure",
+        choices=list(MEASURES),
+        default="auto",
+        help="what a sample's time is: wall, cpu, or auto (default): the samples' CPU time "
+        "where other work time-sliced the sides (docs/statistics.md, 'Beside other work: "
+        "CPU time')",
+    )
     add_threshold(p)
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
@@ -164,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:  # the calibration of the interrupted experiment, not a new one
         store = ResultsStore(args.output.resolve() / request.name)
         stored = store.micro_calibrations() if store.has_experiment() else None
-    exp = build_experiment(request, stored=stored)
+    exp = dataclasses.replace(build_experiment(request, stored=stored), measure=args.measure)
     observer = RichObserver(verbose=args.verbose)
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:

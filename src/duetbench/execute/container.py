@@ -118,7 +118,7 @@ class ContainerExecutor(LocalExecutor):
     # time would count as other processes' (execute/loadwatch.py)
     measures_other_load = False
 
-    def side_cpu(self, res: dict[str, Any]) -> float | None:
+    def side_cpu(self, res: dict[str, Any], key: str = "cpu_s") -> float | None:
         """None: the driver's children are the engine's client, not the workload."""
         return None
 

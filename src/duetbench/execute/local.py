@@ -347,9 +347,10 @@ class LocalExecutor:
         finally:
             driver_err.close()
 
-    def side_cpu(self, res: dict[str, Any]) -> float | None:
-        """The side's CPU seconds from its driver's result (None: not measured)."""
-        return cpu_seconds(res)
+    def side_cpu(self, res: dict[str, Any], key: str = "cpu_s") -> float | None:
+        """The side's CPU seconds (``runq_s``: seconds waiting for a CPU) from its driver's
+        result (None: not measured)."""
+        return cpu_seconds(res, key)
 
     def cpu_probe(
         self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
@@ -469,6 +470,7 @@ class LocalExecutor:
                 iterations=res.get("iterations"),
                 filler=res.get("filler", 0),
                 cpu_s=self.side_cpu(res),
+                runq_s=self.side_cpu(res, "runq_s"),
                 ran_on=info.get("ran_on"),
                 message=message,
                 result_files=tuple(collected),
