@@ -24,8 +24,8 @@ from duetbench.micro import (
 )
 from duetbench.parse.micro import (
     COLUMNS,
-    FORMER_COLUMNS,
     ERROR_FILE,
+    FORMER_COLUMNS,
     META_FILE,
     SAMPLES_FILE,
     parse_micro,
@@ -312,7 +312,10 @@ def test_cpu_time_and_run_delay_per_evaluation(tmp_path: Path) -> None:
     them per evaluation like duration_ns (an empty run delay: not measured)."""
     side = write_side(
         tmp_path,
-        [f"0,sample,{T0},{T0 + 1000},1000,4,900,102", f"1,sample,{T0 + 2000},{T0 + 3000},1000,4,1001,"],
+        [
+            f"0,sample,{T0},{T0 + 1000},1000,4,900,102",
+            f"1,sample,{T0 + 2000},{T0 + 3000},1000,4,1001,",
+        ],
     )
     df = parse(side)
     assert df["cpu_ns"].tolist() == [225, 250]  # 900 / 4, 1001 / 4 half to even
