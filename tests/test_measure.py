@@ -62,7 +62,8 @@ def table(
                 t += wall + 1000
                 cpu_s, wall_s = cpu_s + cpu, wall_s + wall
             for row in rows[-iterations:]:
-                row["cpu_share"] = cpu_s / wall_s
+                row["proc_start_ns"], row["proc_end_ns"] = int(t0), int(t)
+                row["cpu_share"] = cpu_s / ((int(t) - int(t0)))
                 row["busy_share"] = (cpu_s + (wall_s - cpu_s / parallel - waits * cpu_s)) / wall_s
     df = pd.DataFrame(rows)
     for c in ("cpu_ns", "runq_ns"):
@@ -136,6 +137,13 @@ def test_a_harness_without_cpu_per_iteration_is_corrected_per_run() -> None:
     assert row["measure"] == "cpu" and row["measure_source"] == "run"
     assert abs(row["change"] - (TRUE_RATIO - 1)) < 0.01
     assert row["ci_low"] <= TRUE_RATIO - 1 <= row["ci_high"]
+
+
+def test_a_sduet_run_is_not_corrected_per_run() -> None:
+    """A sduet side waits for the other at every handshake (a harness may spin there):
+    its CPU time over the run is not its iterations', so only per-iteration CPU counts."""
+    row = one(table(per_run_only=True, method="sduet"))
+    assert row["measure"] == "wall" and row["measure_reason"] == "no-cpu-time"
 
 
 def test_no_cpu_time_at_all_keeps_wall_time_and_says_why() -> None:

@@ -451,7 +451,16 @@ class Iterations:
 
 
 #: optional per-row columns the measure choice reads (analysis/measure.py)
-AUX_COLUMNS = ("cpu_ns", "runq_ns", "cpu_share", "busy_share", "other_cpus", "unbalanced")
+AUX_COLUMNS = (
+    "cpu_ns",
+    "runq_ns",
+    "cpu_share",
+    "busy_share",
+    "other_cpus",
+    "unbalanced",
+    "proc_start_ns",
+    "proc_end_ns",
+)
 
 
 def _aux_column(col: pd.Series, name: str) -> np.ndarray:

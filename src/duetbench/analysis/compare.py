@@ -135,9 +135,9 @@ def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
     """Warm-up removal, the measure (wall or CPU time, per group: measure.py, which
     also leaves out unbalanced runs where wall time is compared) and optional
     winsorization (docs/statistics.md, "Overlaps, pairing, filters: details")."""
-    keep = warmup_mask(it, opts.warmup)
-    itf = it if keep.all() else it.take(keep)
-    itf = measured(itf, opts)
+    itf = measured(it, opts)  # before the warm-up: a run's CPU time covers every iteration
+    keep = warmup_mask(itf, opts.warmup)
+    itf = itf if keep.all() else itf.take(keep)
     if opts.winsorize:
         dur, _ = winsorized_durations(itf)
         itf = replace(itf, duration=dur)

@@ -6,8 +6,9 @@ a run's error in log(B/A) is then log(share_A / share_B), the sides' shares of a
 An iteration's CPU time does not count the turns of others, so for a CPU-bound side it
 is the time the iteration would have taken alone. Where the table has it (``cpu_ns``:
 the built-in harness, the micro worker, a harness that reports it) it is used per
-iteration; where a harness reports none, the side's share of a CPU over the run
-(``cpu_share``) corrects each iteration's wall time (``duration * share``).
+iteration; where a harness reports none, each iteration is credited with its side's
+CPU time per iteration in the run (``cpu_share`` times the side's window over its
+iterations), so the run's value is the ratio of the sides' CPU time per iteration.
 
 A side is *CPU-bound* when it was ready to run nearly all along: its CPU time plus the
 time it waited for a CPU (``runq_ns``, or ``busy_share`` per run) is at least
@@ -88,11 +89,28 @@ def _aux(it: Iterations, name: str) -> np.ndarray:
 
 
 def row_cpu(it: Iterations) -> np.ndarray:
-    """Per row: its CPU time (``cpu_ns``), else its wall time times its side's share of a
-    CPU in the run (``cpu_share``), else NaN."""
+    """Per row: its CPU time (``cpu_ns``), else the CPU time per iteration of its side in
+    its run (the side's CPU time -- its share of a CPU times its window,
+    ``proc_end_ns - proc_start_ns`` -- over the side's iterations in the table), else NaN.
+
+    A run's CPU time is one number per side: in an aduet run whose sides differ in
+    length the longer side runs its last iterations alone, and in a sduet run the shorter
+    side waits at every handshake, so the share is not the same all along. Each
+    iteration is therefore credited with the side's CPU time per iteration, which is
+    exact when the iterations do the same work and the harness spends little CPU time
+    outside them (a start-up counts: it moves the ratio towards 1 by its share). Not
+    for sduet: a side that waits (or spins) at the handshake spends CPU time there."""
     cpu = _aux(it, "cpu_ns")
     share = _aux(it, "cpu_share")
-    per_run = it.duration.astype(np.float64) * share
+    if np.isnan(share).all():
+        return cpu
+    window = _aux(it, "proc_end_ns") - _aux(it, "proc_start_ns")
+    _starts, lengths = it.series_bounds()
+    per_run = share * window / np.repeat(lengths, lengths)
+    # a sduet side waits for the other at every handshake, and a harness may spin there:
+    # its CPU time over the run is not its iterations' (only per iteration counts)
+    waits = it.unit_method()[it.unit] == "sduet" if len(it.unit) else np.zeros(0, dtype=bool)
+    per_run[waits] = np.nan
     return np.where(np.isnan(cpu), per_run, cpu)
 
 
