@@ -95,7 +95,7 @@ benchmarks:
         (row.benchmark, row.method): (1.0 + float(row.change), str(row.verdict), int(row.runs))
         for row in res.itertuples(index=False)
     }
-    measures = dict(zip(zip(res["benchmark"], res["method"]), res["measure"], strict=True))
+    measures = {(r.benchmark, r.method): r.measure for r in res.itertuples(index=False)}
     corr = aduet_slowdown_correlation(table)
     print(f"\nplacement {expected}; B/A, verdict, runs under a busy intruder:")
     for key, fig in sorted(figures.items()):

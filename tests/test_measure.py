@@ -63,7 +63,7 @@ def table(
                 cpu_s, wall_s = cpu_s + cpu, wall_s + wall
             for row in rows[-iterations:]:
                 row["proc_start_ns"], row["proc_end_ns"] = int(t0), int(t)
-                row["cpu_share"] = cpu_s / ((int(t) - int(t0)))
+                row["cpu_share"] = cpu_s / (int(t) - int(t0))
                 row["busy_share"] = (cpu_s + (wall_s - cpu_s / parallel - waits * cpu_s)) / wall_s
     df = pd.DataFrame(rows)
     for c in ("cpu_ns", "runq_ns"):
