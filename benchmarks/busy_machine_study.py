@@ -24,6 +24,7 @@ when the condition ends.
 
     python benchmarks/busy_machine_study.py --tries 10 --json busy.json
     python benchmarks/busy_machine_study.py --tries 1 --conditions one --parts duet  # smoke
+    python benchmarks/busy_machine_study.py --parts micro --micro-cpus pinned,shared
     python benchmarks/busy_machine_study.py --from-json busy.json --markdown
 
 Run it on a machine with nothing else running; it prints its expected duration first.
@@ -138,8 +139,8 @@ def run_duet_part(work: Path, seed: int) -> Path:
     return work / "res" / "busy"
 
 
-def run_micro_part(work: Path, seed: int) -> Path:
-    args = ["micro", str(MICRO / "bench_known_pairs.py")]
+def run_micro_part(work: Path, seed: int, cpus: str = "pinned") -> Path:
+    args = ["micro", str(MICRO / "bench_known_pairs.py"), "--cpus", cpus]
     args += ["--a-path", str(MICRO / "v_a"), "--b-path", str(MICRO / "v_b")]
     for m in METHODS:
         args += ["--method", m]
@@ -176,20 +177,24 @@ def analyse(root: Path) -> list[dict[str, Any]]:
 
 
 def study(args: argparse.Namespace) -> list[dict[str, Any]]:
-    minutes = sum(MINUTES[p] for p in args.parts) * args.tries * len(args.conditions)
+    per_try = sum(MINUTES[p] * (len(args.micro_cpus) if p == "micro" else 1) for p in args.parts)
+    minutes = per_try * args.tries * len(args.conditions)
     _log(f"expected duration: about {minutes:.0f} min on a quiet 2-CPU machine")
     rows: list[dict[str, Any]] = []
     for cond in args.conditions:
         for t in range(args.tries):
             for part in args.parts:
-                with tempfile.TemporaryDirectory(prefix=f"busy-{part}-") as tmp:
-                    with condition(cond):
-                        root = (run_duet_part if part == "duet" else run_micro_part)(
-                            Path(tmp), seed=100 + t
-                        )
-                    for r in analyse(root):
-                        rows.append({"condition": cond, "try": t, "part": part, **r})
-                _log(f"{cond} try {t + 1}/{args.tries} {part}: done")
+                for cpus in args.micro_cpus if part == "micro" else ["auto"]:
+                    with tempfile.TemporaryDirectory(prefix=f"busy-{part}-") as tmp:
+                        with condition(cond):
+                            if part == "duet":
+                                root = run_duet_part(Path(tmp), seed=100 + t)
+                            else:
+                                root = run_micro_part(Path(tmp), seed=100 + t, cpus=cpus)
+                        for r in analyse(root):
+                            row = {"condition": cond, "try": t, "part": part, "cpus": cpus}
+                            rows.append({**row, **r})
+                    _log(f"{cond} try {t + 1}/{args.tries} {part} {cpus}: done")
     return rows
 
 
@@ -201,13 +206,16 @@ def truth(part: str, bench: str) -> float | None:
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["condition"], r["part"], r["method"], r["analysis"]), []).append(r)
+        key = (r["condition"], r["part"], r.get("cpus", "auto"), r["method"], r["analysis"])
+        groups.setdefault(key, []).append(r)
     out = []
     order = {c: i for i, c in enumerate(CONDITIONS)}
-    for key in sorted(groups, key=lambda k: (order.get(k[0], 9), k[1], METHODS.index(k[2]), k[3])):
-        cond, part, method, label = key
+    for key in sorted(
+        groups, key=lambda k: (order.get(k[0], 9), k[1], k[2], METHODS.index(k[3]), k[4])
+    ):
+        cond, part, cpus, method, label = key
         g = groups[key]
         known = [r for r in g if (truth(part, r["benchmark"]) or 1.0) > 1.0]
         aa = [r for r in g if truth(part, r["benchmark"]) == 1.0]
@@ -222,6 +230,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "condition": cond,
                 "part": part,
+                "cpus": cpus,
                 "method": method,
                 "analysis": label,
                 "results": len(known),
@@ -255,12 +264,16 @@ def main() -> None:
     p.add_argument("--tries", type=int, default=10)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--parts", default=",".join(PARTS))
+    p.add_argument(
+        "--micro-cpus", default="pinned", help="placements of the micro part: pinned,shared"
+    )
     p.add_argument("--json", type=Path, help="write every result row here")
     p.add_argument("--from-json", type=Path, help="summarize rows written by --json")
     p.add_argument("--markdown", action="store_true", help="the summary as a Markdown table")
     args = p.parse_args()
     args.conditions = [c for c in args.conditions.split(",") if c]
     args.parts = [x for x in args.parts.split(",") if x]
+    args.micro_cpus = [x for x in args.micro_cpus.split(",") if x]
     if args.from_json:
         rows = json.loads(args.from_json.read_text())
     else:

@@ -94,6 +94,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep each side on its own CPU for a whole run (default: the two sides swap "
         "CPUs every 50 samples, docs/micro.md, 'Placement')",
     )
+    p.add_argument(
+        "--cpus",
+        choices=["pinned", "shared"],
+        default="pinned",
+        help="placement of duet sides: pinned (default: each side its own CPU, swapped "
+        "every 50 samples) or shared (the scheduler's choice; docs/micro.md, 'Placement')",
+    )
     p.add_argument("--name", default="micro", help="experiment name (default: micro)")
     p.add_argument("--seed", type=int, default=0, help="seed of the plan (default 0)")
     p.add_argument(
@@ -166,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         min_sample_s=_seconds(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
         cpu_swap=args.cpu_swap,
+        cpus=args.cpus,
         name=args.name,
         seed=args.seed,
     )
