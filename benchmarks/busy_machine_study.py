@@ -36,16 +36,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from busy_loops import busy_loops
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD_DIR = REPO / "examples" / "workloads"
@@ -62,31 +60,10 @@ CASES = {
 }
 #: minutes per try, measured quiet (duet, micro) for the estimate
 MINUTES = {"duet": 1.2, "micro": 2.2}
-BUSY_LOOP = "import time\nend = time.monotonic() + 7200\nwhile time.monotonic() < end:\n    pass\n"
 
 
 def _log(msg: str) -> None:
     print(f"[{dt.datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def condition(name: str) -> Iterator[None]:
-    """``one``/``two`` busy loops in this (the benchmark's) session for the block."""
-    if name not in CONDITIONS:
-        raise SystemExit(f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}")
-    loops = {"quiet": 0, "one": 1, "two": 2}[name]
-    procs = [
-        subprocess.Popen([sys.executable, "-c", BUSY_LOOP], process_group=0) for _ in range(loops)
-    ]
-    try:
-        yield
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=30)
 
 
 def _duet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -186,7 +163,7 @@ def study(args: argparse.Namespace) -> list[dict[str, Any]]:
             for part in args.parts:
                 for cpus in args.micro_cpus if part == "micro" else ["auto"]:
                     with tempfile.TemporaryDirectory(prefix=f"busy-{part}-") as tmp:
-                        with condition(cond):
+                        with busy_loops(cond):
                             if part == "duet":
                                 root = run_duet_part(Path(tmp), seed=100 + t)
                             else:

@@ -30,16 +30,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from busy_loops import busy_loops
 
 BENCH = '''"""packaging's hot paths, as duet micro bench_* functions."""
 from packaging.requirements import Requirement
@@ -88,28 +86,10 @@ STATEMENTS = {
 }
 ENVS = {"a25": "25.0", "b26": "26.0", "c26": "26.0"}
 PAIRS = {"25.0 -> 26.0": ("a25", "b26"), "A/A 26.0": ("b26", "c26")}
-BUSY_LOOP = "import time\nend = time.monotonic() + 7200\nwhile time.monotonic() < end:\n    pass\n"
 
 
 def _log(msg: str) -> None:
     print(f"[{dt.datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def condition(name: str) -> Iterator[None]:
-    loops = {"quiet": 0, "one": 1, "two": 2}[name]
-    procs = [
-        subprocess.Popen([sys.executable, "-c", BUSY_LOOP], process_group=0) for _ in range(loops)
-    ]
-    try:
-        yield
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=30)
 
 
 def environments(work: Path) -> dict[str, Path]:
@@ -215,7 +195,7 @@ def main() -> None:
     result["timeit"] = {pair: timeit_ratio(pythons, *envs) for pair, envs in PAIRS.items()}
     for cond in [c for c in args.conditions.split(",") if c]:
         for pair, (a, b) in PAIRS.items():
-            with condition(cond):
+            with busy_loops(cond):
                 _log(f"{cond}: duet micro {pair}")
                 duet = duet_ratio(pythons, a, b, bench, args.budget)
                 _log(f"{cond}: pyperf {pair}")
