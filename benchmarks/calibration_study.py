@@ -124,7 +124,7 @@ def cells(
                 v = pd.concat(parts, ignore_index=True)
                 if change == 0.0:
                     stats["false_alarms"] = (
-                        (v["verdict"] != "same").groupby([v[k] for k in keys]).mean()
+                        v["verdict"].isin(("slower", "faster")).groupby([v[k] for k in keys]).mean()
                     )
                 else:
                     cover = ((v["ci_low"] <= CHANGE) & (CHANGE <= v["ci_high"])).astype(float)

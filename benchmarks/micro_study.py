@@ -341,7 +341,7 @@ def summarize(study: dict[str, Any]) -> list[dict[str, Any]]:
         true = TRUE_CHANGE[case.split("_")[0]]
         changes = [r["change"] for r in ok]
         widths = [r["high"] - r["low"] for r in ok]
-        flagged = sum(r["verdict"] != "same" for r in ok)
+        flagged = sum(r["verdict"] in ("slower", "faster") for r in ok)
         rows.append({
             "condition": cond, "case": case, "tool": tool, "tries": len(rs),
             "errors": len(rs) - len(ok),

@@ -231,7 +231,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                 "worst": float(ab["err"].abs().max()),
                 "x2 within 5 %": f"{int((x2['err'].abs() <= 0.05).sum())}/{len(x2)}",
                 "width": float(g["width"].median()),
-                "A/A alarms": f"{int((aa['verdict'] != 'same').sum())}/{len(aa)}",
+                "A/A alarms": f"{int(aa['verdict'].isin(('slower', 'faster')).sum())}/{len(aa)}",
                 "wrong": wrong,
                 "corr": float(g["corr"].mean()),
             }

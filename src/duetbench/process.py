@@ -77,8 +77,10 @@ def process(root: str | Path) -> ProcessReport:
     """The iterations table of a results directory, and what was left out and why.
 
     Every usable run is in the table. Duet runs whose sides got unequal CPU shares beside
-    other work are marked (column ``unbalanced``): the analysis leaves them out unless
-    told to keep them (``CompareOptions.keep_unbalanced``; docs/statistics.md, "Notes")."""
+    other work are marked (column ``unbalanced``) with what corrects them (``cpu_ns``,
+    ``runq_ns``, ``cpu_share``, ``busy_share``, ``other_cpus``): the analysis corrects
+    them where it compares CPU time and leaves them out where it compares wall time
+    (docs/statistics.md, "Beside other work: CPU time")."""
     store = ResultsStore.open(Path(root))
     exp = store.experiment()
     name = exp.get("name", store.root.name)
@@ -241,10 +243,25 @@ def _finish_side(
     df["proc_end_ns"] = side.end_ns
     df["cpu"] = ",".join(map(str, side.cpus))
     df["other_work"] = run.beside_other_work
+    other = run.other_cpus
+    df["other_cpus"] = np.nan if other is None else other
     df["unbalanced"] = run.unbalanced
+    df["cpu_share"], df["busy_share"] = side_shares(side)
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df
+
+
+def side_shares(side: SideRecord) -> tuple[float, float]:
+    """(CPU time, CPU time + run delay) of a side over its wall time in the run; NaN where
+    not measured (containers, older results, a run without a duration)."""
+    if side.cpu_s is None or side.start_ns is None or side.end_ns is None:
+        return np.nan, np.nan
+    wall = (side.end_ns - side.start_ns) / 1e9
+    if not wall > 0:
+        return np.nan, np.nan
+    busy = np.nan if side.runq_s is None else (side.cpu_s + side.runq_s) / wall
+    return side.cpu_s / wall, busy
 
 
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:

@@ -13,8 +13,9 @@ a number:
 - the run statistic of each row (``--run-stat auto``: ``min`` for duet micro's samples,
   the median for their inproc runs, ``means`` for duets beside other work, the median
   otherwise: ``analysis.run_statistics.auto_statistics``);
-- which runs count: warm-up, duet runs left out as unbalanced
-  (``options.keep_unbalanced``), runs with far too few pairs;
+- the measure (wall or CPU time: the config's ``measure:`` unless the options say) and
+  which runs count: warm-up, duet runs left out as unbalanced where wall time is
+  compared (``options.keep_unbalanced``), runs with far too few pairs;
 - fixed-n or the stopping rule's interval: an adaptive experiment's rows carry the
   interval its rule stopped on, from the run values of the runs it took, with the
   analysis options written to ``stops.json``;
@@ -24,14 +25,13 @@ a number:
   (``p_value_test`` names it; none for a stopping rule's interval), ``u_p_value`` the
   pooled U test's, ``mean_a_ns``/``mean_b_ns`` each side's mean over all its analysed
   iterations (unpaired, so they may disagree with the paired change: a note says when);
-- the dataset the notes read (:attr:`VerdictTable.dataset`: the analysed table, the
-  unbalanced runs flagged only where they were left out).
+- the rows the notes read (``runs_unbalanced``, ``runs_corrected``, the measure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,6 @@ import pandas as pd
 from .adaptive.results import adaptive_rows
 from .analysis import compare
 from .analysis.compare import labelled
-from .analysis.filters import drop_unbalanced, unbalanced_mask
 from .dataset import Dataset
 from .options import CompareOptions
 from .schema import Verdict
@@ -85,9 +84,9 @@ ROW_COLUMNS = (
 @dataclass(frozen=True, eq=False)
 class VerdictTable:
     """The verdicts of a dataset: ``rows`` (:data:`ROW_COLUMNS`, one per benchmark x
-    method, sorted), the ``options`` that made them, the ``dataset`` as analysed (its
-    table without the runs left out, its flags and what was excluded: what the notes
-    read), and whether the rows carry a stopping rule's decisions (``adaptive``)."""
+    method, sorted), the ``options`` that made them, the ``dataset`` they were made of
+    (what the notes also read), and whether the rows carry a stopping rule's decisions
+    (``adaptive``)."""
 
     rows: pd.DataFrame
     options: CompareOptions
@@ -108,21 +107,25 @@ class VerdictTable:
 def verdicts(dataset: Dataset, options: CompareOptions | None = None) -> VerdictTable:
     """The verdict of every benchmark x method of ``dataset`` (see the module doc).
 
-    ``options``: the analysis (default: `duet compare`'s, with the experiment's seed).
-    An empty table gives no rows.
+    ``options``: the analysis (default: :func:`default_options`). An empty table gives
+    no rows.
     """
-    opts = (options if options is not None else CompareOptions(seed=dataset.seed)).checked()
-    analysed = analysed_dataset(dataset, opts)
+    opts = (options if options is not None else default_options(dataset)).checked()
     if dataset.table.empty:
         rows = pd.DataFrame({c: pd.Series(dtype=object) for c in ROW_COLUMNS})
-        return VerdictTable(rows, opts, analysed)
+        return VerdictTable(rows, opts, dataset)
     rows = compare(dataset.table, opts)
-    rows = with_unbalanced_rows(rows, analysed, opts, dataset.table)
     adaptive = bool(dataset.stops) and not rows.empty
     if adaptive:
         rows = adaptive_rows(rows, dataset.table, dataset.stops, rule_options(dataset.stops, opts))
         adaptive = "stop" in rows.columns
-    return VerdictTable(_labelled(rows), opts, analysed, adaptive)
+    return VerdictTable(_labelled(rows), opts, dataset, adaptive)
+
+
+def default_options(dataset: Dataset, **kw: object) -> CompareOptions:
+    """`duet compare`'s options for ``dataset``: the experiment's seed and the config's
+    ``measure:`` (keywords replace any field)."""
+    return CompareOptions.create(**{"seed": dataset.seed, "measure": dataset.measure, **kw})
 
 
 def rule_options(stops: Mapping[str, Any] | None, opts: CompareOptions) -> CompareOptions:
@@ -132,81 +135,6 @@ def rule_options(stops: Mapping[str, Any] | None, opts: CompareOptions) -> Compa
     if not recorded:
         return opts
     return CompareOptions.create(**{**vars(opts), **recorded})
-
-
-def analysed_dataset(dataset: Dataset, opts: CompareOptions) -> Dataset:
-    """``dataset`` as the verdicts see it: without the unbalanced runs left out (counted
-    in ``excluded``), flagged as unbalanced only where they were left out."""
-    table = dataset.table
-    left_out = 0
-    if not opts.keep_unbalanced and len(table):
-        mask = unbalanced_mask(table)
-        if mask.any():
-            keys = [c for c in ("run_id",) if c in table.columns] or [
-                c for c in ("host", "benchmark", "method", "run") if c in table.columns
-            ]
-            left_out = len(table.loc[mask, keys].drop_duplicates())
-            table = drop_unbalanced(table)
-    flags = dataset.run_flags
-    if opts.keep_unbalanced:
-        flags = {k: replace(f, unbalanced=()) for k, f in flags.items()}
-    excluded = dict(dataset.excluded)
-    if left_out:
-        runs = dict(excluded.get("runs") or {})
-        runs["unbalanced"] = runs.get("unbalanced", 0) + left_out
-        excluded["runs"] = runs
-    return replace(dataset, table=table, run_flags=flags, excluded=excluded)
-
-
-def with_unbalanced_rows(
-    rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions, table: pd.DataFrame
-) -> pd.DataFrame:
-    """``rows`` and a ``no data`` row per (benchmark, method) left without a run because
-    every run was unbalanced (so its note has a row to stand under); its other keys
-    (``opts.by``: suite, a host fingerprint...) are those of its runs in ``table``."""
-    have = set()
-    if not rows.empty and {"benchmark", "method"} <= set(rows.columns):
-        have = set(zip(rows["benchmark"].astype(str), rows["method"].astype(str), strict=True))
-    extra = []
-    for (bench, method), flags in sorted(dataset.run_flags.items()):
-        if flags.unbalanced and (bench, method) not in have:
-            extra.append(_no_data_row(bench, method, table, opts))
-    if not extra:
-        return rows
-    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
-    return out.sort_values(["benchmark", "method"], kind="stable", ignore_index=True)
-
-
-def _no_data_row(
-    bench: str, method: str, table: pd.DataFrame, opts: CompareOptions
-) -> dict[str, object]:
-    mine = table.loc[
-        (table["benchmark"].astype(str) == bench).to_numpy()
-        & (table["method"].astype(str) == method).to_numpy()
-    ]
-    keys: dict[str, object] = {"suite": ""}
-    for col in opts.by:
-        if col in mine.columns and len(mine):
-            keys[col] = mine[col].iloc[0]
-    return {
-        **keys,
-        "benchmark": bench,
-        "method": method,
-        "verdict": Verdict.NO_DATA.value,
-        "runs": 0,
-        "runs_few_pairs": 0,
-        "pairs": 0,
-        "clusters": 0,
-        "test": opts.test,
-        "interval": opts.interval,
-        "confidence": opts.confidence,
-        "threshold": opts.threshold,
-        "run_stat": opts.run_stat,
-        "clustered_by": "run",
-        "overlap_rate": opts.overlap_rate,
-        "calibrated": False,
-        "unpaired_disagrees": False,
-    }
 
 
 def _labelled(rows: pd.DataFrame) -> pd.DataFrame:

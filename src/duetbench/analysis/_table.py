@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -282,12 +282,22 @@ class Iterations:
     unit_rank: np.ndarray  # per unit: rank in sorted key order (canonical order)
     #: bool per row: its run had other work beside it (column ``other_work``), or None
     other_work: np.ndarray | None = None
-    #: bool per row: a sample of duet micro's worker (an ``evaluations`` value), or None
-    micro: np.ndarray | None = None
+    #: per row, the optional columns of :data:`AUX_COLUMNS` the table has (float64, NaN
+    #: where empty; ``unbalanced`` bool): what the measure choice needs (measure.py)
+    aux: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: the measure of every group once chosen (measure.MeasureChoice; None before)
+    measure: Any = None
 
     @property
     def n_units(self) -> int:
         return len(self.units)
+
+    def with_duration(self, duration: np.ndarray) -> Iterations:
+        """The same rows with other durations (e.g. CPU times: measure.py)."""
+        return replace(self, duration=duration)
+
+    def with_measure(self, choice: Any) -> Iterations:
+        return replace(self, measure=choice)
 
     def unit_method(self) -> np.ndarray:
         """Method name of every unit (object array)."""
@@ -307,7 +317,7 @@ class Iterations:
             synthetic=None if self.synthetic is None else self.synthetic[mask_or_index],
             warmup=None if self.warmup is None else self.warmup[mask_or_index],
             other_work=None if self.other_work is None else self.other_work[mask_or_index],
-            micro=None if self.micro is None else self.micro[mask_or_index],
+            aux={k: v[mask_or_index] for k, v in self.aux.items()},
         )
 
     @cached_property
@@ -398,11 +408,10 @@ class Iterations:
         start = _int_column(df, "start_ns")
         end = _int_column(df, "end_ns")
         duration = _int_column(df, "duration_ns")
-        synthetic = warmup = other_work = micro = None
+        synthetic = warmup = other_work = None
         if "other_work" in df.columns:
             other_work = df["other_work"].fillna(False).to_numpy(dtype=bool)
-        if "evaluations" in df.columns:
-            micro = df["evaluations"].notna().to_numpy(dtype=bool)
+        aux = {c: _aux_column(df[c], c) for c in AUX_COLUMNS if c in df.columns}
         if "synthetic_ts" in df.columns:
             synthetic = df["synthetic_ts"].fillna(False).to_numpy(dtype=bool)
         if "warmup" in df.columns:
@@ -420,8 +429,7 @@ class Iterations:
                 warmup = warmup[order]
             if other_work is not None:
                 other_work = other_work[order]
-            if micro is not None:
-                micro = micro[order]
+            aux = {k: v[order] for k, v in aux.items()}
         if "run" in units.columns:
             units["run"] = units["run"].astype(np.int64)
         return cls(
@@ -438,8 +446,33 @@ class Iterations:
             unit_columns=tuple(unit_cols),
             unit_rank=canonical_rank(units),
             other_work=other_work,
-            micro=micro,
+            aux=aux,
         )
+
+
+#: optional per-row columns the measure choice reads (analysis/measure.py), and the run
+#: statistic ``auto`` (``evaluations``: duet micro's samples, run_statistics.py)
+AUX_COLUMNS = (
+    "cpu_ns",
+    "runq_ns",
+    "cpu_share",
+    "busy_share",
+    "other_cpus",
+    "unbalanced",
+    "proc_start_ns",
+    "proc_end_ns",
+    "evaluations",
+)
+
+
+def _aux_column(col: pd.Series, name: str) -> np.ndarray:
+    """An optional column as float64 with NaN where empty (``unbalanced``: bool)."""
+    if name == "unbalanced":
+        return col.fillna(False).to_numpy(dtype=bool)
+    try:
+        return pd.to_numeric(col, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise AnalysisError(f"column {name!r} must hold numbers (or be empty)") from None
 
 
 def _stretches_sorted(keys: np.ndarray, starts: np.ndarray, iteration: np.ndarray) -> bool:

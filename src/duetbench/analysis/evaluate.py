@@ -37,8 +37,9 @@ import pandas as pd
 from duetbench.errors import AnalysisError, DuetError
 from duetbench.options import CI_TESTS, TESTS, U_TESTS, CompareOptions, EvaluateOptions, Warmup
 
+from ._table import AUX_COLUMNS
 from .compare import compare, compare_tests, labelled
-from .filters import drop_marked_warmup, drop_unbalanced, drop_warmup
+from .filters import drop_marked_warmup, drop_warmup
 from .measures import cv, runtime_speedup, shuffle_check, slow_down
 from .overlaps import relative_overlap_time
 
@@ -307,17 +308,16 @@ _USED = (
     "warmup",
     "proc_start_ns",
     "proc_end_ns",
-    # what the verdicts' choices read (run statistic, unbalanced runs)
+    # what the verdicts' choices read (the measure, the run statistic, unbalanced runs)
     "other_work",
-    "evaluations",
-    "unbalanced",
+    *AUX_COLUMNS,
 )
 _KEY_TEXT = ("experiment", "host", "suite", "benchmark", "method", "pair", "order")
 
 
 def _slim(df: pd.DataFrame) -> pd.DataFrame:
     """The used columns, text keys as categoricals (the analysis factorizes them fast)."""
-    out = df[[c for c in _USED if c in df.columns]].copy()
+    out = df[[c for c in dict.fromkeys(_USED) if c in df.columns]].copy()
     for c in _KEY_TEXT:
         if c in out.columns and not isinstance(out[c].dtype, pd.CategoricalDtype):
             out[c] = out[c].astype(str).astype("category")
@@ -531,15 +531,13 @@ def evaluate(
     ``seed``. ``verdicts``: the rows of :func:`duetbench.verdicts.verdicts` (what the
     commands pass: an adaptive experiment's carry its stopping rule's intervals); without
     them the verdict table is computed from ``df`` as that function does for a table.
-    Duet runs the table marks ``unbalanced`` are left out of every section unless
-    ``keep_unbalanced``.
     """
     if not isinstance(df, pd.DataFrame):
         raise AnalysisError("evaluate expects an iterations table (a pandas DataFrame)")
     opts = _options(opts, kw)
     if df.empty:
         raise DuetError("the iterations table is empty: nothing to evaluate")
-    base = _slim(drop_unbalanced(df, opts.compare.keep_unbalanced))
+    base = _slim(df)
     prep, w = _prepared(base, opts.compare.warmup)
     if prep.empty:
         raise DuetError("every iteration is marked as warm-up: nothing to evaluate")

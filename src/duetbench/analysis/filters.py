@@ -14,23 +14,6 @@ from ._table import Iterations
 WINSOR_FRACTION = 0.2
 
 
-def unbalanced_mask(df: pd.DataFrame) -> np.ndarray:
-    """True for the rows of duet runs the table marks ``unbalanced``: other work took more
-    of one side's CPU than of the other's (records.RunRecord.unbalanced)."""
-    if "unbalanced" not in df.columns:
-        return np.zeros(len(df), dtype=bool)
-    return df["unbalanced"].fillna(False).astype(bool).to_numpy()
-
-
-def drop_unbalanced(df: pd.DataFrame, keep: bool = False) -> pd.DataFrame:
-    """The rows the analysis uses: unbalanced runs are left out unless ``keep``
-    (``CompareOptions.keep_unbalanced``; docs/statistics.md, "Notes")."""
-    if keep:
-        return df
-    mask = unbalanced_mask(df)
-    return df.loc[~mask] if mask.any() else df
-
-
 def drop_marked_warmup(df: pd.DataFrame) -> pd.DataFrame:
     """The rows the table does not mark as warm-up (its ``warmup`` column: the config's
     ``warmup:``, set by `duet process`); the table itself when it has no such column."""

@@ -1,7 +1,7 @@
 """Run-level values and pair log ratios from an iterations table.
 
-The same pipeline as :func:`duetbench.analysis.compare` with the same options (warm-up
-and unbalanced runs left out, pairing -- by iteration index for seqn and sduet, by
+The same pipeline as :func:`duetbench.analysis.compare` with the same options (the
+measure -- wall or CPU time -- and the unbalanced runs it leaves out, warm-up, pairing -- by iteration index for seqn and sduet, by
 overlap for aduet --, the run statistic of each run's pair log ratios, ``auto`` chosen
 per benchmark x method, runs with far too few pairs left out), returned per run
 instead of per group: the values every interval of a verdict rests on, and the values
@@ -20,7 +20,6 @@ from duetbench.options import CompareOptions
 
 from ._table import Iterations, group_codes
 from .compare import filtered, options, run_level, unit_extras
-from .filters import drop_unbalanced
 from .pairing import pair_rows
 
 __all__ = ["KEY", "PairedRuns", "paired_runs", "run_level_values"]
@@ -46,9 +45,7 @@ def paired_runs(df: pd.DataFrame, opts: CompareOptions | None = None, **kw: obje
     :class:`CompareOptions`; keywords replace its fields, as for ``compare``). The values
     are log ratios whatever ``opts.test`` says."""
     opts = replace(options(opts, kw), test="ratio")
-    it = Iterations.from_frame(
-        drop_unbalanced(df, opts.keep_unbalanced), extra_unit_columns=unit_extras(opts)
-    )
+    it = Iterations.from_frame(df, extra_unit_columns=unit_extras(opts))
     itf = filtered(it, opts)
     pairs = pair_rows(itf, opts.min_overlap, opts.overlap_rate)
     gcode_u, gkeys = group_codes(itf.units, opts.by)

@@ -61,7 +61,7 @@ def _run_stat(x: np.ndarray, starts: np.ndarray, lens: np.ndarray, how: str) -> 
 
 
 def run_values(it: Iterations, p: Pairs, test: str, run_stat: str) -> RunValues:
-    """Summarize the pairs of every run (docs/statistics.md, "Pipeline and defaults", step 4)."""
+    """Summarize the pairs of every run (docs/statistics.md, "Pipeline and defaults", step 5)."""
     if run_stat == "auto":
         base = run_values(it, p, test, "median")
         stat = auto_statistics(it)[base.unit]
@@ -125,14 +125,19 @@ def auto_statistics(it: Iterations) -> np.ndarray:
     out = np.full(it.n_units, "median", dtype=object)
     if not it.n_units:
         return out
-    out[beside_other_work(it, np.arange(it.n_units))] = "means"
-    if it.micro is not None and it.micro.any():
+    busy = beside_other_work(it, np.arange(it.n_units))
+    if it.measure is not None:  # CPU time is not time-sliced: no need for the means
+        busy &= ~it.measure.unit_cpu
+    out[busy] = "means"
+    evaluations = it.aux.get("evaluations")
+    micro = None if evaluations is None else ~np.isnan(evaluations)
+    if micro is not None and micro.any():
         group, ng = _group_of_units(it)
-        micro_unit = np.bincount(it.unit[it.micro], minlength=it.n_units) > 0
-        micro = (np.bincount(group[micro_unit], minlength=ng) > 0)[group]
+        micro_unit = np.bincount(it.unit[micro], minlength=it.n_units) > 0
+        in_micro = (np.bincount(group[micro_unit], minlength=ng) > 0)[group]
         inproc = it.units["method"].astype(str).to_numpy() == "inproc"
-        out[micro & inproc] = INPROC_RUN_STAT
-        out[micro & ~inproc] = MICRO_RUN_STAT
+        out[in_micro & inproc] = INPROC_RUN_STAT
+        out[in_micro & ~inproc] = MICRO_RUN_STAT
     return out
 
 

@@ -107,13 +107,12 @@ def judge(root: Path, title: str, threshold: float = 0.0) -> GateResult:
     (an adaptive experiment's: its stopping rule's) at ``threshold``, the exit status and
     the Markdown summary."""
     from ..dataset import open_dataset
-    from ..options import CompareOptions
     from ..report.markdown import compare_markdown
     from ..report.tables import verdict_table
-    from ..verdicts import verdicts
+    from ..verdicts import default_options, verdicts
 
     dataset = open_dataset(root)
-    table = verdicts(dataset, CompareOptions(seed=dataset.seed, threshold=threshold))
+    table = verdicts(dataset, default_options(dataset, threshold=threshold))
     if table.rows.empty:
         return GateResult(
             root, None, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"

@@ -21,6 +21,7 @@ from ..options import (
     DEFAULT_MIN_OVERLAPS,
     INPROC_RUN_STAT,
     INTERVALS,
+    MEASURES,
     MICRO_RUN_STAT,
     OVERLAP_RATES,
     RUN_STATS,
@@ -221,10 +222,19 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         "pairs' log ratios, or `means` (the sides' mean durations) for duets that ran beside "
         "other work; docs/statistics.md, 'Run statistics beside other work')",
     )
+    _choice(
+        p,
+        "--measure",
+        MEASURES,
+        None,
+        "what an iteration's time is: wall, cpu, or auto: CPU time for CPU-bound sides of "
+        "runs beside other work, wall time otherwise (default: the config's `measure:`, "
+        "else auto; docs/statistics.md, 'Beside other work: CPU time')",
+    )
     p.add_argument(
         "--keep-unbalanced",
         action="store_true",
-        help="keep duet runs whose sides got unequal CPU shares beside other work "
+        help="keep duet runs whose sides got unequal CPU shares where wall time is compared "
         "(default: left out; docs/statistics.md, section Notes)",
     )
     p.add_argument(
@@ -338,6 +348,7 @@ def compare_options(
             cluster_by=args.cluster_by,
             overlap_rate=args.overlap_rate,
             min_run_pairs=args.min_run_pairs,
+            measure=args.measure or _C.measure,
             keep_unbalanced=args.keep_unbalanced,
         )
 
@@ -372,6 +383,13 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
         )
 
 
-def with_seed(opts: CompareOptions, args: argparse.Namespace, seed: int) -> CompareOptions:
-    """``opts`` with the experiment's ``seed`` when the command line gave none."""
-    return opts if args.seed is not None else replace(opts, seed=seed)
+def with_seed(
+    opts: CompareOptions, args: argparse.Namespace, seed: int, measure: str | None = None
+) -> CompareOptions:
+    """``opts`` with the experiment's ``seed`` (and the config's ``measure``) where the
+    command line gave none."""
+    if args.seed is None:
+        opts = replace(opts, seed=seed)
+    if measure is not None and getattr(args, "measure", None) is None:
+        opts = replace(opts, measure=measure)
+    return opts

@@ -25,6 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="under the table, every note in full (default: one line per kind of note)",
+    )
     add_compare_options(p)
 
 
@@ -34,15 +40,18 @@ def run(args: argparse.Namespace) -> int:
 
     opts = compare_options(args)
     dataset = open_dataset(args.source)
-    table = verdicts(dataset, with_seed(opts, args, dataset.seed))
-    render(table, args.format, args.output)
+    table = verdicts(dataset, with_seed(opts, args, dataset.seed, dataset.measure))
+    render(table, args.format, args.output, verbose=args.verbose)
     if args.fail_on_regression and table.slower:
         return ExitCode.REGRESSION
     return ExitCode.OK
 
 
-def render(table: VerdictTable, fmt: str, output: Path | None = None) -> None:
-    """The verdict table in ``fmt`` (table, json, markdown): to ``output`` or stdout."""
+def render(
+    table: VerdictTable, fmt: str, output: Path | None = None, *, verbose: bool = False
+) -> None:
+    """The verdict table in ``fmt`` (table, json, markdown): to ``output`` or stdout
+    (``verbose``: every note in full under the terminal table)."""
     from ..report.json_docs import compare_doc, dumps
     from ..report.markdown import compare_markdown
     from ..report.tables import verdict_table
@@ -54,7 +63,7 @@ def render(table: VerdictTable, fmt: str, output: Path | None = None) -> None:
     elif fmt == "markdown":
         write_output(compare_markdown(verdict_table(table)), output)
     else:
-        print_verdicts(verdict_table(table))
+        print_verdicts(verdict_table(table), verbose=verbose)
 
 
 def render_verdicts(
@@ -70,11 +79,11 @@ def render_verdicts(
     and ``keep_unbalanced``; True when a verdict is 'slower'."""
     from ..dataset import open_dataset
     from ..options import CompareOptions
-    from ..verdicts import verdicts
+    from ..verdicts import default_options, verdicts
 
     dataset = open_dataset(root)
-    opts = CompareOptions.create(
-        seed=dataset.seed,
+    opts = default_options(
+        dataset,
         run_stat=run_stat or CompareOptions.run_stat,
         threshold=threshold,
         keep_unbalanced=keep_unbalanced,

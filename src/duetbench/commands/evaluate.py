@@ -41,7 +41,7 @@ def evaluate_source(
     dataset = open_dataset(args.source)
     if dataset.table.empty:
         raise DuetError(f"{dataset.source}: no iterations to evaluate (did every run fail?)")
-    opts = replace(opts, compare=with_seed(opts.compare, args, dataset.seed))
+    opts = replace(opts, compare=with_seed(opts.compare, args, dataset.seed, dataset.measure))
     table = verdicts(dataset, opts.compare)
     if table.dataset.table.empty:
         raise DuetError(f"{dataset.source}: no iterations to evaluate (every run left out)")

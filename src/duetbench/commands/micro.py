@@ -7,10 +7,11 @@ into a normal results directory, prints the verdict table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from ..errors import ExitCode
-from ..options import RUN_STATS
+from ..options import MEASURES, RUN_STATS
 from ._options import add_threshold, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
@@ -93,6 +94,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep each side on its own CPU for a whole run (default: the two sides swap "
         "CPUs every 50 samples, docs/micro.md, 'Placement')",
     )
+    p.add_argument(
+        "--cpus",
+        choices=["pinned", "shared"],
+        default="pinned",
+        help="placement of duet sides: pinned (default: each side its own CPU, swapped "
+        "every 50 samples) or shared (the scheduler's choice; docs/micro.md, 'Placement')",
+    )
     p.add_argument("--name", default="micro", help="experiment name (default: micro)")
     p.add_argument("--seed", type=int, default=0, help="seed of the plan (default 0)")
     p.add_argument(
@@ -112,6 +120,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="how a run's samples are summarized (default for micro benchmarks: min, "
         "docs/micro.md, 'Statistics')",
+    )
+    p.add_argument(
+        "--measure",
+        choices=list(MEASURES),
+        default="auto",
+        help="what a sample's time is: wall, cpu, or auto (default): the samples' CPU time "
+        "where other work time-sliced the sides (docs/statistics.md, 'Beside other work: "
+        "CPU time')",
     )
     add_threshold(p)
     p.add_argument(
@@ -154,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         min_sample_s=duration(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
         cpu_swap=args.cpu_swap,
+        cpus=args.cpus,
         name=args.name,
         seed=args.seed,
     )
@@ -161,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:  # the calibration of the interrupted experiment, not a new one
         store = ResultsStore(args.output.resolve() / request.name)
         stored = store.micro_calibrations() if store.has_experiment() else None
-    exp = build_experiment(request, stored=stored)
+    exp = dataclasses.replace(build_experiment(request, stored=stored), measure=args.measure)
     observer = RichObserver(verbose=args.verbose)
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:

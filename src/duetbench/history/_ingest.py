@@ -21,10 +21,10 @@ import pandas as pd
 
 from ..analysis._table import Iterations
 from ..analysis.compare import CompareOptions, filtered, unit_extras
-from ..analysis.filters import drop_unbalanced
 from ..analysis.paired_runs import paired_runs
 from ..dataset import Dataset, RunFlags, open_dataset
 from ..errors import DuetError
+from ..options import MEASURES
 from ..process import validate_table
 from ..store import ResultsStore
 from ..verdicts import verdicts
@@ -172,7 +172,7 @@ def analyse(data: ExperimentData, options: CompareOptions | None = None) -> Anal
     compare`` does by default; another value replaces the config's warm-up. The seed is
     the experiment's unless ``options`` gives one (other than 0), as in `duet compare`.
     """
-    opts = options or CompareOptions()
+    opts = options or CompareOptions(measure=_measure(data.config))
     if opts.seed == 0 and data.seed:
         opts = replace(opts, seed=int(data.seed))
     opts = CompareOptions.create(**{**opts.__dict__, "by": SERIES_BY})
@@ -187,15 +187,18 @@ def analyse(data: ExperimentData, options: CompareOptions | None = None) -> Anal
     try:
         results = verdicts(dataset, opts).rows
         runs = paired_runs(df, opts).runs
-        it = Iterations.from_frame(
-            drop_unbalanced(df, opts.keep_unbalanced), extra_unit_columns=unit_extras(opts)
-        )
-        itf = filtered(it, opts)
+        itf = filtered(Iterations.from_frame(df, extra_unit_columns=unit_extras(opts)), opts)
     except DuetError as exc:
         raise HistoryError(f"{data.source}: cannot analyse the experiment: {exc}") from None
     per_run = _run_table(itf, runs)
     results = results.merge(_levels(per_run), on=list(SERIES_BY), how="left")
     return Analysis(results=results, run_values=per_run, options=replace(opts))
+
+
+def _measure(config: Mapping[str, Any] | None) -> str:
+    """The config's `measure:` (auto when it says none, and for a table)."""
+    value = (config or {}).get("measure")
+    return value if isinstance(value, str) and value in MEASURES else "auto"
 
 
 def _run_table(itf: Iterations, runs: pd.DataFrame) -> pd.DataFrame:

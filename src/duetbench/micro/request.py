@@ -47,6 +47,9 @@ class MicroRequest:
     min_sample_s: float = 0.001
     keep_gc: bool = False
     cpu_swap: bool = True
+    #: placement of the duet sides: pinned (each its own CPU, swapped every 50 samples)
+    #: or shared (the scheduler's choice); docs/micro.md, "Placement"
+    cpus: str = "pinned"
     name: str = "micro"
     seed: int = 0
 
@@ -93,6 +96,8 @@ class MicroRequest:
             raise MicroError("--runs and --samples must be at least 1")
         if request.warmup < 0:
             raise MicroError("--warmup-samples must not be negative")
+        if request.cpus not in ("pinned", "shared"):
+            raise MicroError(f"--cpus {request.cpus}: use pinned or shared")
         return request
 
     def side(self, pair: str) -> tuple[str, str, tuple[str, ...]]:
@@ -206,7 +211,7 @@ def build_experiment(
                 repetitions=tuple((m, reps[m] if m in request.methods else 0) for m in METHODS),
                 iterations=None,
                 micro=spec,
-                cpus="pinned",  # short samples suffer from migrations (docs/micro.md, "Placement")
+                cpus=request.cpus,  # docs/micro.md, "Placement"
             )
         )
     exp = Experiment(

@@ -374,9 +374,39 @@ def build_frame(
     for col in ("iteration", *_TIME_COLUMNS):
         if col in df.columns:
             df[col] = df[col].astype("int64")
+    for col in MEASURED_COLUMNS:
+        if col in df.columns:
+            df[col] = _measured_column(df[col].tolist(), col, path, line_of)
     _bool_columns(df)
     first = [c for c in ("iteration", *_TIME_COLUMNS, "workload", "filler") if c in df.columns]
     return df[first + [c for c in df.columns if c not in first]].reset_index(drop=True)
+
+
+#: per-iteration measurements a harness may report besides its timing, in ns, empty where
+#: not measured: CPU time, and time ready to run but waiting for a CPU (docs/parsers.md)
+MEASURED_COLUMNS = ("cpu_ns", "runq_ns")
+
+
+def _measured_column(
+    values: list[Any], name: str, path: Path, line_of: Sequence[int | None]
+) -> pd.arrays.IntegerArray:
+    """A ``cpu_ns``/``runq_ns`` column as nullable integers; anything but a
+    non-negative integer (or an empty value) is an error naming the line."""
+    out: list[int | None] = []
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+            out.append(None)
+            continue
+        try:
+            number = int(v) if isinstance(v, int) and not isinstance(v, bool) else float(v)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number != number or number < 0 or number != int(number):
+            raise ResultFileError(
+                path, f"{name} must be a non-negative integer (ns), got {v!r}", line=line_of[i]
+            )
+        out.append(int(number))
+    return pd.array(out, dtype="Int64")
 
 
 def concat_frames(

@@ -23,6 +23,7 @@ __all__ = [
     "gone",
     "mountinfo_lines",
     "pids",
+    "run_delay_ns",
     "start_time",
     "stat_fields",
     "ticks",
@@ -149,6 +150,16 @@ def descendants(root: int) -> list[int]:
             return _descendants_by_scan(root)
         todo.extend(kids)
     return out
+
+
+def run_delay_ns(pid: int | str) -> int | None:
+    """The time the process (or thread) was ready to run but waited for a CPU, in ns
+    (``/proc/<pid>/schedstat``, its second field); None when gone or not kept."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read(128).split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cgroup_lines(pid: int) -> list[str] | None:

@@ -76,12 +76,13 @@ def print_notes(console: Any, notes: tuple[Note, ...] | list[Note]) -> None:
         console.print(f"{start}{rich_text(n.text)}{end}")
 
 
-def print_verdicts(table: Table, console: Any = None) -> None:
-    """The verdict table of `duet compare` and `duet run`, with its notes."""
+def print_verdicts(table: Table, console: Any = None, verbose: bool = False) -> None:
+    """The verdict table of `duet compare` and `duet run`, with its notes: one line per
+    kind, or every sentence (``verbose``)."""
     console = console or make_console()
     title = f"{rich_text(table.title)}: {rich_text(table.caption)}"
     console.print(rich_table(table, title=title, no_wrap=True))
-    print_notes(console, table.notes)
+    print_notes(console, table.details if verbose and table.details else table.notes)
 
 
 def print_processed(console: Any, rep: Any, out: Any) -> None:

@@ -37,6 +37,7 @@ KEY_SEP = "/"
 #: the analysis options that make the run values a stopping rule decides on (stops.json
 #: ``analysis``): every command analyses an adaptive experiment's runs with them
 RULE_OPTIONS = (
+    "measure",
     "run_stat",
     "min_overlap",
     "overlap_rate",
@@ -138,7 +139,9 @@ class StopTracker:
             for m in Method:
                 if b.reps(m) > 0:
                     stops[stop_key(b.name, str(m))] = b.stop
-        tracker = cls(store, plan, stops)
+        # the analysis of every command, with the config's measure (wall or CPU time)
+        measure = getattr(exp, "measure", None) or CompareOptions.measure
+        tracker = cls(store, plan, stops, CompareOptions(measure=measure))
         for b in exp.benchmarks:
             if b.auto:
                 tracker.autos[b.name] = _Auto(tuple(str(m) for m in Method if b.reps(m) > 0))
