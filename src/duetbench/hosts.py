@@ -105,7 +105,7 @@ def run_artifacts(
     """Run each artifact command (through ``sh -c``; ``prefix`` e.g. a container exec).
 
     A failing command is recorded with its exit code and stderr, never raised. Each runs in
-    its own process group that dies with duet run (execute/guarded.py); its output is kept
+    its own process group that dies with duet run (proctools/guarded.py); its output is kept
     up to ``ARTIFACT_OUTPUT_LIMIT`` bytes, non-UTF-8 bytes as replacement characters.
     """
     out: dict[str, dict[str, Any]] = {}

@@ -95,16 +95,7 @@ def plan_for_precision(
     i = _iterations(model, iterations)
     sd = math.sqrt(model.value_var(i))
     runs = runs_to_reach(math.asinh(precision), sd, rule, 0)
-    return Plan(
-        model.suite,
-        model.benchmark,
-        model.method,
-        i,
-        runs,
-        None if runs is None else runs * model.run_seconds(i),
-        _half_width(rule, runs, sd) if runs is not None else math.inf,
-        f"precision {precision * 100:g} %",
-    )
+    return _plan(model, rule, i, runs, sd, f"precision {precision * 100:g} %")
 
 
 def plan_for_power(
@@ -137,15 +128,22 @@ def plan_for_power(
         ok = ((mult + z) * sd / np.sqrt(n) <= margin) & (n >= rule.min_runs)
         hit = np.flatnonzero(ok)
         runs = int(n[hit[0]]) if len(hit) else None
+    return _plan(model, rule, i, runs, sd, f"{power * 100:g} % power for {change * 100:+g} %")
+
+
+def _plan(
+    model: CostModel, rule: StopRule, iterations: int, runs: int | None, sd: float, goal: str
+) -> Plan:
+    """The plan of ``runs`` runs of ``iterations`` (None: out of reach) toward ``goal``."""
     return Plan(
         model.suite,
         model.benchmark,
         model.method,
-        i,
+        iterations,
         runs,
-        None if runs is None else runs * model.run_seconds(i),
+        None if runs is None else runs * model.run_seconds(iterations),
         _half_width(rule, runs, sd) if runs is not None else math.inf,
-        f"{power * 100:g} % power for {change * 100:+g} %",
+        goal,
     )
 
 

@@ -190,13 +190,25 @@ def overlaps(
     op = overlap_pairs(it, _aduet_units(it), check_overlap_rate(overlap_rate))
     if min_rate is not None:
         op = op.subset(op.rate > float(min_rate))
-    out = it.units.iloc[op.unit].reset_index(drop=True)
-    out["a_iteration"] = it.iteration[op.a]
-    out["b_iteration"] = it.iteration[op.b]
-    out["a_ns"] = it.duration[op.a]
-    out["b_ns"] = it.duration[op.b]
-    out["overlap_ns"] = op.overlap
-    out["overlap_rate"] = op.rate
+    return pair_table(it, op.unit, op.a, op.b, op.overlap, op.rate)
+
+
+def pair_table(
+    it: Iterations,
+    unit: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    overlap: np.ndarray,
+    rate: np.ndarray,
+) -> pd.DataFrame:
+    """Pairs as a table: each pair's run keys, iterations, durations, overlap and rate."""
+    out = it.units.iloc[unit].reset_index(drop=True)
+    out["a_iteration"] = it.iteration[a]
+    out["b_iteration"] = it.iteration[b]
+    out["a_ns"] = it.duration[a]
+    out["b_ns"] = it.duration[b]
+    out["overlap_ns"] = overlap
+    out["overlap_rate"] = rate
     return out
 
 

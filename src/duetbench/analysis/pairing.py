@@ -24,7 +24,7 @@ from duetbench.schema import Method
 
 from ._table import SIDE_A, SIDE_B, THREADED_ROWS, Iterations
 from ._threads import side_by_side
-from .overlaps import overlap_pairs
+from .overlaps import overlap_pairs, pair_table
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,12 +137,4 @@ def pair(
 
 def pairs_frame(it: Iterations, p: Pairs) -> pd.DataFrame:
     order = np.argsort(p.a, kind="stable")  # table order of the runs
-    p = Pairs(p.unit[order], p.a[order], p.b[order], p.overlap[order], p.rate[order])
-    out = it.units.iloc[p.unit].reset_index(drop=True)
-    out["a_iteration"] = it.iteration[p.a]
-    out["b_iteration"] = it.iteration[p.b]
-    out["a_ns"] = it.duration[p.a]
-    out["b_ns"] = it.duration[p.b]
-    out["overlap_ns"] = p.overlap
-    out["overlap_rate"] = p.rate
-    return out
+    return pair_table(it, p.unit[order], p.a[order], p.b[order], p.overlap[order], p.rate[order])

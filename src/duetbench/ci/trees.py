@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from types import TracebackType
 
 from ..errors import DuetError
 from ..proctools.guarded import run_captured
@@ -107,10 +106,5 @@ class Trees:
     def __enter__(self) -> Trees:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -19,11 +19,13 @@ from __future__ import annotations
 import html
 import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ..report import formatting as fmt
+from ..report.html.plots import TEMPLATE as REPORT_TEMPLATE
 from .model import SeriesView, SiteData
 
 Z95 = 1.959963984540054
@@ -36,13 +38,13 @@ COLORS = {
     "drift": "#9467bd",
     "muted": "#999999",
 }
+_REPORT = REPORT_TEMPLATE["layout"]
+#: the report's Plotly template (report/html/plots.py), a little denser
 TEMPLATE = {
     "layout": {
-        "font": {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
-        "paper_bgcolor": "white",
-        "plot_bgcolor": "white",
-        "xaxis": {"gridcolor": "#eee", "linecolor": "#888", "ticks": "outside", "zeroline": False},
-        "yaxis": {"gridcolor": "#eee", "linecolor": "#888", "zerolinecolor": "#bbb"},
+        **_REPORT,
+        "font": {**_REPORT["font"], "size": 12},
+        "xaxis": {**_REPORT["xaxis"], "zeroline": False},
         "margin": {"l": 70, "r": 20, "t": 40, "b": 70},
         "hoverlabel": {"namelength": -1, "align": "left"},
     }
@@ -243,15 +245,7 @@ def _step_traces(site: SiteData, view: SeriesView, pos: dict[str, int]) -> list[
             "mode": "markers",
             "name": "direct comparison (95 % interval)",
             "marker": {"color": COLORS["paired"], "size": 5},
-            "error_y": {
-                "type": "data",
-                "symmetric": False,
-                "array": up,
-                "arrayminus": down,
-                "thickness": 1,
-                "width": 0,
-                "color": "rgba(31,119,180,0.6)",
-            },
+            "error_y": _error_bars(up, down, "rgba(31,119,180,0.6)"),
             "hovertext": hover,
             "hoverinfo": "text",
         }
@@ -346,15 +340,7 @@ def _absolute_traces(
             "name": "absolute series (separate experiments; carries machine drift)",
             "line": {"color": COLORS["absolute"], "width": 1, "dash": "dot"},
             "marker": {"size": 4 if len(levels) > 30 else 6},
-            "error_y": {
-                "type": "data",
-                "symmetric": False,
-                "array": up,
-                "arrayminus": down,
-                "thickness": 1,
-                "width": 0,
-                "color": "rgba(85,85,85,0.5)",
-            },
+            "error_y": _error_bars(up, down, "rgba(85,85,85,0.5)"),
             "hovertext": hover,
             "hoverinfo": "text",
         }
@@ -363,39 +349,61 @@ def _absolute_traces(
     stepped = {st.after for st in view.series.steps}
     found = [c for c in view.changes if c.first_bad in ys and c.first_bad not in stepped]
     if found:  # changes with no direct comparison: shown on the absolute series
+        marker = {
+            "symbol": ["triangle-up" if c.change > 0 else "triangle-down" for c in found],
+            "color": [COLORS["slower" if c.change > 0 else "faster"] for c in found],
+            "size": 12,
+        }
+        hover = [_finding_hover(c) for c in found]
+        versions = [c.first_bad for c in found]
         out.append(
-            {
-                "type": "scatter",
-                "x": [pos[c.first_bad] for c in found],
-                "y": [ys[c.first_bad] for c in found],
-                "yaxis": axis,
-                "mode": "markers",
-                "name": "detected change (absolute series)",
-                "marker": {
-                    "symbol": ["triangle-up" if c.change > 0 else "triangle-down" for c in found],
-                    "color": [COLORS["slower" if c.change > 0 else "faster"] for c in found],
-                    "size": 12,
-                },
-                "hovertext": [_finding_hover(c) for c in found],
-                "hoverinfo": "text",
-            }
+            _markers(versions, pos, ys, axis, "detected change (absolute series)", marker, hover)
         )
     gone = [d for d in view.dismissed if d.version in ys]
     if gone:
+        marker = {"symbol": "diamond-open", "color": COLORS["drift"], "size": 11}
+        hover = ["<br>".join(_wrap(text(d.reason))) for d in gone]
+        versions = [d.version for d in gone]
         out.append(
-            {
-                "type": "scatter",
-                "x": [pos[d.version] for d in gone],
-                "y": [ys[d.version] for d in gone],
-                "yaxis": axis,
-                "mode": "markers",
-                "name": "move explained as machine drift",
-                "marker": {"symbol": "diamond-open", "color": COLORS["drift"], "size": 11},
-                "hovertext": ["<br>".join(_wrap(text(d.reason))) for d in gone],
-                "hoverinfo": "text",
-            }
+            _markers(versions, pos, ys, axis, "move explained as machine drift", marker, hover)
         )
     return out
+
+
+def _error_bars(up: Any, down: Any, color: str) -> dict[str, Any]:
+    """Asymmetric error bars: ``up`` above each point, ``down`` below it."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": up,
+        "arrayminus": down,
+        "thickness": 1,
+        "width": 0,
+        "color": color,
+    }
+
+
+def _markers(
+    versions: list[str],
+    pos: Mapping[str, Any],
+    ys: Mapping[str, Any],
+    axis: str,
+    name: str,
+    marker: dict[str, Any],
+    hover: list[str],
+) -> dict[str, Any]:
+    """A trace of markers at ``versions`` on the absolute series (its y values ``ys``)."""
+    return {
+        "type": "scatter",
+        "x": [pos[v] for v in versions],
+        "y": [ys[v] for v in versions],
+        "yaxis": axis,
+        "mode": "markers",
+        "name": name,
+        "marker": marker,
+        "hovertext": hover,
+        "hoverinfo": "text",
+    }
 
 
 def _vline(x: float, color: str, dash: str) -> dict[str, Any]:

@@ -63,14 +63,17 @@ from .container_engine import (
     engine_run,
     make_engine,
     option_words,
+    spawn,
     tail,
 )
 from .driver import substitute_sync_dir
 from .hang import CgroupCpu, CpuProbe, GroupDelay
 from .local import (
+    Drivers,
     LocalExecutor,
     ReadyTimeout,
     RunOutcome,
+    SideInfo,
     expand_results,
     wants_pyperf_shim,
 )
@@ -394,14 +397,7 @@ class ContainerExecutor(LocalExecutor):
                 if side.workdir:
                     argv += ["-w", side.workdir]
                 argv += [*st.run_options, image, "-c", KEEPALIVE]
-                procs[side.pair] = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    process_group=0,
-                )
+                procs[side.pair] = spawn(argv)
                 self._tell_guard(procs[side.pair].pid)
         finally:  # even on Ctrl-C: let every `run` finish, so that after_run can remove it
             for pair, proc in procs.items():
@@ -511,12 +507,7 @@ class ContainerExecutor(LocalExecutor):
         d["cleanup"] = [st.engine.rm(name) if st.remove else st.engine.stop(1, name)]
         return d
 
-    def _terminate(
-        self,
-        drivers: dict[str, subprocess.Popen[bytes]],
-        grace: float,
-        side_info: dict[str, dict[str, Any]],
-    ) -> None:
+    def _terminate(self, drivers: Drivers, grace: float, side_info: SideInfo) -> None:
         """Timeout or Ctrl-C: stop the live sides' containers (SIGTERM inside, grace, SIGKILL)."""
         st = self._active
         live = [p for p, d in drivers.items() if d.poll() is None]

@@ -92,6 +92,18 @@ def tail(text: str, limit: int = 1500) -> str:
     return text[-limit:]
 
 
+def spawn(argv: list[str]) -> subprocess.Popen[str]:
+    """An engine command in its own process group, its output (text) piped to us."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,
+    )
+
+
 def engine_run(
     argv: list[str], timeout: float = ENGINE_TIMEOUT, *, shield: bool = True
 ) -> subprocess.CompletedProcess[str]:
@@ -101,14 +113,7 @@ def engine_run(
     a half-done ``run`` or ``rm`` is what leaves containers behind.
     """
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            process_group=0,
-        )
+        proc = spawn(argv)
     except OSError as exc:
         return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: {exc.strerror}")
     return communicate(proc, timeout, shield=shield)

@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 _SHELL_CHARS = re.compile(r"[|&;<>()$`\\\"'*?\[\]#~{}\n=%!]")
 PR_SET_PDEATHSIG = 1
@@ -229,10 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu_before = _reaped_cpu()
         if gated is not None:
             _run_gated(spec, state, gated, result)
-        elif spec["harness"] == "command":
-            _builtin(spec, state, cwd, env, prefix, out, err, result)
         else:
-            _external(spec, state, cwd, env, prefix, out, err, result)
+            side = _Side(spec, state, cwd, env, prefix, out, err, result)
+            (_builtin if spec["harness"] == "command" else _external)(side)
         result["end_ns"] = time.time_ns()
         result["cpu_s"] = round(max(0.0, _reaped_cpu() - cpu_before), 6)
     except SystemExit:
@@ -351,16 +350,31 @@ def _spawn_measured(
     return child.returncode, cpu, delay
 
 
-def _builtin(
-    spec: dict[str, Any],
-    state: _State,
-    cwd: str,
-    env: dict[str, str],
-    prefix: list[str],
-    out: Any,
-    err: Any,
-    result: dict[str, Any],
-) -> None:
+class _Side(NamedTuple):
+    """What a harness run needs: the spec, the driver's state, where and how to run the
+    command, and the result to fill."""
+
+    spec: dict[str, Any]
+    state: _State
+    cwd: str
+    env: dict[str, str]
+    prefix: list[str]
+    out: Any
+    err: Any
+    result: dict[str, Any]
+
+
+def _command(spec: dict[str, Any]) -> str:
+    """The harness's command, with a sduet's sync directory in it."""
+    command = spec["command"]
+    if spec.get("sync_dir"):
+        command = substitute_sync_dir(command, spec["sync_dir"])
+    return command
+
+
+def _builtin(side: _Side) -> None:
+    """The built-in harness: the command once per iteration, timed here."""
+    spec, state, cwd, env, prefix, out, err, result = side
     argv = prefix + argv_for(spec["command"])
     iterations = spec.get("iterations")
     budget_ns = int(spec["time_budget"] * 1e9) if spec.get("time_budget") else None
@@ -432,19 +446,10 @@ def _builtin(
         raise SystemExit(143)
 
 
-def _external(
-    spec: dict[str, Any],
-    state: _State,
-    cwd: str,
-    env: dict[str, str],
-    prefix: list[str],
-    out: Any,
-    err: Any,
-    result: dict[str, Any],
-) -> None:
-    command = spec["command"]
-    if spec.get("sync_dir"):
-        command = substitute_sync_dir(command, spec["sync_dir"])
+def _external(side: _Side) -> None:
+    """An external harness: the command once, looping by itself."""
+    spec, state, cwd, env, prefix, out, err, result = side
+    command = _command(spec)
     if spec.get("pyperf_shim"):  # its sitecustomize syncs pyperf's workers (docs/sync.md)
         path = env.get("PYTHONPATH")
         env = {**env, "PYTHONPATH": spec["pyperf_shim"] + (os.pathsep + path if path else "")}
@@ -561,9 +566,7 @@ def _start_gated(
     os.chmod(fifo, 0o666)  # a container may run the command under another user id
     # O_RDWR: the command's open for reading never blocks; our exit is its end-of-file
     fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
-    command = spec["command"]
-    if spec.get("sync_dir"):
-        command = substitute_sync_dir(command, spec["sync_dir"])
+    command = _command(spec)
     child = subprocess.Popen(
         prefix + ["/bin/sh", "-c", command],
         cwd=cwd,

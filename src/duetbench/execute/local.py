@@ -31,6 +31,12 @@ PYPERF_HARNESSES = frozenset({"pyperf", "pyperformance"})
 PYPERF_SHIM_ENV = "DUET_PYPERF_SHIM"
 
 
+#: the drivers of a run's sides, by side name
+Drivers = dict[str, subprocess.Popen[bytes]]
+#: what each side's driver reported, by side name
+SideInfo = dict[str, dict[str, Any]]
+
+
 def wants_pyperf_shim(spec: RunSpec, side: SideSpec) -> bool:
     """Whether ``side`` runs pyperf scripts in a sduet and so needs the pyperf shim."""
     return (
@@ -422,12 +428,7 @@ class LocalExecutor:
             time.sleep(0.01)
         return None
 
-    def _terminate(
-        self,
-        drivers: dict[str, subprocess.Popen[bytes]],
-        grace: float,
-        side_info: dict[str, dict[str, Any]],
-    ) -> None:
+    def _terminate(self, drivers: Drivers, grace: float, side_info: SideInfo) -> None:
         live = {n: d for n, d in drivers.items() if d.poll() is None}
         for name, proc in live.items():
             side_info[name]["terminated"] = True

@@ -14,14 +14,7 @@ from __future__ import annotations
 from ._db import HistoryError
 from .changes import detect_changes, detect_series
 from .export import ExportSummary, export
-from .findings import (
-    Change,
-    ChangeReport,
-    DetectionSettings,
-    Dismissed,
-    EnvironmentChange,
-    Spike,
-)
+from .findings import Change, ChangeReport, DetectionSettings, Dismissed, EnvironmentChange, Spike
 from .fingerprint import HostFingerprint, fingerprint
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
 from .repository import Repository

@@ -263,6 +263,26 @@ def detect_absolute(
 
 
 # ---------------------------------------------------------------------- combination
+def _hit_change(s: Series, h: _Hit, before: str | None, source: str, evidence: str) -> Change:
+    """The change a detector's hit ``h`` of series ``s`` reports (``source``: paired or
+    absolute)."""
+    c, lo, hi = _interval(h)
+    return Change(
+        s.key,
+        h.version,
+        before,
+        c,
+        lo,
+        hi,
+        source,
+        h.final,
+        evidence,
+        h.experiments,
+        h.z,
+        commit=s.commits.get(h.version, (None, None))[0],
+    )
+
+
 def _interval(h: _Hit) -> tuple[float, float, float]:
     q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
     return (
@@ -283,21 +303,7 @@ def detect_series(
     a_hits = detect_absolute(s.levels, st)
     changes: dict[str, Change] = {}
     for h in p_hits:
-        c, lo, hi = _interval(h)
-        changes[h.version] = Change(
-            s.key,
-            h.version,
-            prev.get(h.version),
-            c,
-            lo,
-            hi,
-            "paired",
-            h.final,
-            h.evidence,
-            h.experiments,
-            h.z,
-            commit=s.commits.get(h.version, (None, None))[0],
-        )
+        changes[h.version] = _hit_change(s, h, prev.get(h.version), "paired", h.evidence)
     steps_into = {st_.after: st_ for st_ in s.steps}
     dismissed: list[Dismissed] = []
     for h in a_hits:
@@ -318,20 +324,8 @@ def detect_series(
                 )
             )
             continue
-        changes[h.version] = Change(
-            s.key,
-            h.version,
-            prev.get(h.version),
-            c,
-            lo,
-            hi,
-            "absolute",
-            h.final,
-            h.evidence + f"; no direct comparison of {prev.get(h.version)} and {h.version}",
-            h.experiments,
-            h.z,
-            commit=s.commits.get(h.version, (None, None))[0],
-        )
+        why = f"{h.evidence}; no direct comparison of {prev.get(h.version)} and {h.version}"
+        changes[h.version] = _hit_change(s, h, prev.get(h.version), "absolute", why)
     for m in marks:
         if m.kind != "change" or not m.applies_to(*_key4(s.key)) or m.version not in pos:
             continue

@@ -8,27 +8,5 @@ not installed); ``api.py`` is what duetbench itself calls.
 
 from __future__ import annotations
 
-from .api import (
-    MicroBenchmark,
-    MicroError,
-    calibrate,
-    discover,
-    evaluation_mismatches,
-    resolve_target,
-    worker_command,
-    worker_path,
-)
-from .calibration import Calibration, Settings
-
-__all__ = [
-    "Calibration",
-    "MicroBenchmark",
-    "MicroError",
-    "Settings",
-    "calibrate",
-    "discover",
-    "evaluation_mismatches",
-    "resolve_target",
-    "worker_command",
-    "worker_path",
-]
+from .api import *  # noqa: F403 - the package's API is api.py's
+from .api import __all__ as __all__

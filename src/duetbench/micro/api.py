@@ -289,13 +289,6 @@ def calibrate(
         raise MicroError(f"cannot {what}: {exc}") from None
 
 
-def micro_benchmarks(table: pd.DataFrame) -> set[str]:
-    """The benchmarks of ``table`` measured by duet micro's worker (an ``evaluations`` value)."""
-    if "evaluations" not in table.columns or "benchmark" not in table.columns or table.empty:
-        return set()
-    return set(table.loc[table["evaluations"].notna(), "benchmark"].astype(str))
-
-
 def evaluation_mismatches(table: pd.DataFrame) -> list[str]:
     """One message per run whose sides sampled with different evaluation counts.
 
@@ -332,7 +325,6 @@ __all__ = [
     "calibrate",
     "discover",
     "evaluation_mismatches",
-    "micro_benchmarks",
     "resolve_target",
     "worker_command",
     "worker_path",

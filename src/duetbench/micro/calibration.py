@@ -310,19 +310,17 @@ def calibrate_callable(
             return time_sample(f, k, clock, disable_gc)
 
     loop_cost = call_overhead(sampler, target, info, settings.max_evaluations)
+    measured = {  # what every calibration says of the clock and the loop
+        "target_ns": target,
+        "resolution_ns": info.resolution_ns,
+        "timer_overhead_ns": info.overhead_ns,
+        "call_overhead_ns": loop_cost,
+        "settings": settings,
+    }
     if evaluations is not None:
         if evaluations < 1:
             raise CalibrationError(f"the evaluation count must be >= 1, not {evaluations}")
-        return Calibration(
-            evaluations=evaluations,
-            told=True,
-            target_ns=target,
-            per_evaluation_ns=None,
-            resolution_ns=info.resolution_ns,
-            timer_overhead_ns=info.overhead_ns,
-            call_overhead_ns=loop_cost,
-            settings=settings,
-        )
+        return Calibration(evaluations=evaluations, told=True, per_evaluation_ns=None, **measured)
 
     count, per_eval, trials = tune(
         lambda k: sampler(fn, k), target, info.overhead_ns, settings.max_evaluations
@@ -330,14 +328,10 @@ def calibrate_callable(
     return Calibration(
         evaluations=count,
         told=False,
-        target_ns=target,
         per_evaluation_ns=per_eval,
-        resolution_ns=info.resolution_ns,
-        timer_overhead_ns=info.overhead_ns,
-        call_overhead_ns=loop_cost,
-        settings=settings,
         trials=trials,
         warnings=tuple(_warnings(count, per_eval, loop_cost, settings)),
+        **measured,
     )
 
 

@@ -49,14 +49,13 @@ from ._util import (
     NS_PER_MS,
     build_frame,
     coerce_text_columns,
-    concat_frames,
+    combined,
     epoch_ns_guess_unit,
     find_result_files,
     harness_column_name,
     parse_date_output,
     read_csv,
     read_text,
-    renumber_iterations,
     scaled_ns,
 )
 from .registry import SideContext
@@ -114,8 +113,7 @@ def _parse(ctx: SideContext, suite: str) -> pd.DataFrame:
             "stderr) and no harness CSV. Did the benchmark start?",
         )
     frames = [frame for _, frame in used]
-    df = concat_frames(frames, [path for path, _ in used], ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
+    return combined(frames, [path for path, _ in used], ctx)
 
 
 def _parse_log(path: Path, text: str, ctx: SideContext) -> pd.DataFrame:

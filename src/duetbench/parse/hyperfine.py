@@ -20,11 +20,9 @@ from ..errors import ResultFileError
 from ._util import (
     NS_PER_S,
     build_frame,
-    concat_frames,
-    find_result_files,
     load_json,
+    parse_each,
     plain_value,
-    renumber_iterations,
     scaled_ns,
 )
 from .registry import SideContext
@@ -32,10 +30,7 @@ from .registry import SideContext
 
 def parse_hyperfine(ctx: SideContext) -> pd.DataFrame:
     """One duration-only row per timed run of every command in the hyperfine JSON file(s)."""
-    files = find_result_files(ctx, ("*.json",), what="hyperfine JSON (--export-json)")
-    frames = [_parse_file(path) for path in files]
-    df = concat_frames(frames, files, ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
+    return parse_each(ctx, ("*.json",), "hyperfine JSON (--export-json)", _parse_file)
 
 
 def _parse_file(path: Path) -> pd.DataFrame:

@@ -29,11 +29,9 @@ import pandas as pd
 from ..errors import ResultFileError
 from ._util import (
     build_frame,
-    concat_frames,
-    find_result_files,
     load_json,
+    parse_each,
     plain_value,
-    renumber_iterations,
     round_ns,
     to_decimal,
 )
@@ -56,10 +54,7 @@ _UNIT_NS = {
 
 def parse_jmh(ctx: SideContext) -> pd.DataFrame:
     """One duration-only row per measurement iteration of every benchmark in the JMH file(s)."""
-    files = find_result_files(ctx, ("*.json",), what="JMH JSON (-rf json)")
-    frames = [_parse_file(path) for path in files]
-    df = concat_frames(frames, files, ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
+    return parse_each(ctx, ("*.json",), "JMH JSON (-rf json)", _parse_file)
 
 
 def _parse_file(path: Path) -> pd.DataFrame:

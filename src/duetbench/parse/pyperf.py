@@ -37,11 +37,10 @@ from ..errors import ResultFileError
 from ._util import (
     NS_PER_S,
     build_frame,
-    concat_frames,
+    combined,
     find_result_files,
     load_json,
     parse_iso_datetime,
-    renumber_iterations,
     round_ns,
     to_decimal,
 )
@@ -60,8 +59,7 @@ def parse_pyperf(ctx: SideContext) -> pd.DataFrame:
     for path in files:
         df, origin = _parse_file(path, ctx, origin)
         frames.append(df)
-    df = concat_frames(frames, files, ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
+    return combined(frames, files, ctx)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from ._util import (
     NS_PER_MS,
     build_frame,
     coerce_text_columns,
-    concat_frames,
+    combined,
     find_result_files,
     harness_column_name,
     nested,
@@ -38,7 +38,6 @@ from ._util import (
     plain_value,
     read_csv,
     read_text,
-    renumber_iterations,
     scaled_ns,
 )
 from .registry import SideContext
@@ -57,8 +56,7 @@ def parse_renaissance(ctx: SideContext) -> pd.DataFrame:
             ctx, ("*.csv",), what="Renaissance result (--json results.json or --csv)"
         )
     frames = [_parse_file(path) for path in files]
-    df = concat_frames(frames, files, ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
+    return combined(frames, files, ctx)
 
 
 def _parse_file(path: Path) -> pd.DataFrame:

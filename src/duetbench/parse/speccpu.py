@@ -31,10 +31,9 @@ from ..errors import ResultFileError
 from ._util import (
     NS_PER_S,
     build_frame,
-    concat_frames,
+    combined,
     find_result_files,
     read_text,
-    renumber_iterations,
     scaled_ns,
 )
 from .registry import SideContext
@@ -65,8 +64,7 @@ def parse_speccpu(ctx: SideContext) -> pd.DataFrame:
         build_frame([row for row, _ in rows], path, lines=[line for _, line in rows])
         for path, rows in used
     ]
-    df = concat_frames(frames, [path for path, _ in used], ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
+    return combined(frames, [path for path, _ in used], ctx)
 
 
 class _Block:

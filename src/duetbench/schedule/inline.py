@@ -158,7 +158,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 @contextmanager
 def _background(command: str | None, cwd: str) -> Iterator[None]:
     """A command that lives for the experiment (e.g. a noisy neighbour); always stopped,
-    with its whole process group, also when duet run is killed (execute/guarded.py)."""
+    with its whole process group, also when duet run is killed (proctools/guarded.py)."""
     if not command:
         yield
         return
@@ -191,7 +191,7 @@ def run_setup_command(command: str | None, cwd: str) -> None:
     """The experiment's `setup:`; a failure stops the experiment before any run (nothing is lost).
 
     Like every command duet starts, it runs in its own process group that Ctrl-C, SIGTERM
-    and a crash of duet run take down with it (execute/guarded.py)."""
+    and a crash of duet run take down with it (proctools/guarded.py)."""
     if not command:
         return
     with _sigterm_as_interrupt():
@@ -239,18 +239,12 @@ def run_experiment(
     (store/lock.py)."""
     # the name is checked (and the root made absolute) before anything is created
     with ResultsStore.lock(results_root(exp, out_dir)):
-        return _run_locked(exp, out_dir, resume=resume, only=only, observer=observer)
+        return _run_locked(exp, out_dir, resume, only, observer or NullObserver())
 
 
 def _run_locked(
-    exp: Experiment,
-    out_dir: str | Path,
-    *,
-    resume: bool = False,
-    only: list[str] | None = None,
-    observer: Observer | None = None,
+    exp: Experiment, out_dir: str | Path, resume: bool, only: list[str] | None, observer: Observer
 ) -> ExperimentSummary:
-    observer = observer or NullObserver()
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
     executor = get_executor(exp.executor, settings=exp.to_dict().get("container"))

@@ -53,7 +53,7 @@ def probe_worker(artifacts: list[tuple[str, str]]) -> dict[str, Any]:
 
 def host_command(command: str, base_dir: str) -> dict[str, Any]:
     """On a worker: the experiment's ``setup``/``teardown`` command (once per host), in its
-    own process group that dies with the worker (execute/guarded.py)."""
+    own process group that dies with the worker (proctools/guarded.py)."""
     cwd = base_dir if base_dir and os.path.isdir(base_dir) else None
     try:
         p = run_captured(["/bin/sh", "-c", command], cwd=cwd, timeout=3600, stdout_limit=0)
