@@ -60,6 +60,16 @@ def add_threshold(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_keep_unbalanced(p: argparse.ArgumentParser) -> None:
+    """``--keep-unbalanced``: an analysis option of every command that shows verdicts."""
+    p.add_argument(
+        "--keep-unbalanced",
+        action="store_true",
+        help="keep duet runs whose sides got unequal CPU shares where wall time is compared "
+        "(default: left out; docs/statistics.md, section Notes)",
+    )
+
+
 def parse_threshold(text: str) -> float:
     """``1%`` or ``0.01`` -> 0.01 (:func:`duetbench.units.percentage`: the range of the
     config's `threshold:` and of `duet run --threshold`)."""
@@ -231,12 +241,7 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         "runs beside other work, wall time otherwise (default: the config's `measure:`, "
         "else auto; docs/statistics.md, 'Beside other work: CPU time')",
     )
-    p.add_argument(
-        "--keep-unbalanced",
-        action="store_true",
-        help="keep duet runs whose sides got unequal CPU shares where wall time is compared "
-        "(default: left out; docs/statistics.md, section Notes)",
-    )
+    add_keep_unbalanced(p)
     p.add_argument(
         "--warmup",
         default=None,

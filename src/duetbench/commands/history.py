@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DuetError, ExitCode
+from ._options import add_keep_unbalanced
 
 if TYPE_CHECKING:
     from ..history import Repository, Version
@@ -101,12 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_repo_flag(a)
     add_version_flags(a)
     a.add_argument("--format", choices=("table", "json"), default="table")
-    a.add_argument(
-        "--keep-unbalanced",
-        action="store_true",
-        help="analyse it keeping duet runs whose sides got unequal CPU shares beside other "
-        "work, as `duet compare --keep-unbalanced` (default: left out)",
-    )
+    add_keep_unbalanced(a)
 
     ls = hs.add_parser("list", help="the versions, experiments, hosts and benchmarks it holds")
     add_repo_flag(ls)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import ExitCode
 from ..options import MEASURES, RUN_STATS
-from ._options import add_threshold, parse_threshold
+from ._options import add_keep_unbalanced, add_threshold, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -130,12 +130,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "CPU time')",
     )
     add_threshold(p)
-    p.add_argument(
-        "--keep-unbalanced",
-        action="store_true",
-        help="keep duet runs whose sides got unequal CPU shares beside other work (default: "
-        "left out; docs/statistics.md, section Notes)",
-    )
+    add_keep_unbalanced(p)
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )

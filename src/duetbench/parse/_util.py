@@ -13,7 +13,7 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
@@ -430,27 +430,6 @@ def concat_frames(
     df = pd.concat(tagged, ignore_index=True)
     _bool_columns(df)
     return df
-
-
-def combined(
-    frames: Sequence[pd.DataFrame], files: Sequence[Path], ctx: SideContext
-) -> pd.DataFrame:
-    """Several files' frames as one table (:func:`concat_frames`), their iterations
-    numbered on (:func:`renumber_iterations`) when there is more than one."""
-    df = concat_frames(frames, files, ctx)
-    return renumber_iterations(df) if len(frames) > 1 else df
-
-
-def parse_each(
-    ctx: SideContext,
-    patterns: Sequence[str],
-    what: str,
-    parse_file: Callable[[Path], pd.DataFrame],
-) -> pd.DataFrame:
-    """``parse_file`` of every result file matching ``patterns`` (:func:`find_result_files`),
-    :func:`combined`."""
-    files = find_result_files(ctx, tuple(patterns), what=what)
-    return combined([parse_file(path) for path in files], files, ctx)
 
 
 def _bool_columns(df: pd.DataFrame) -> None:

@@ -17,11 +17,11 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._many import parse_each
 from ._util import (
     NS_PER_S,
     build_frame,
     load_json,
-    parse_each,
     plain_value,
     scaled_ns,
 )

@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._many import parse_each
 from ._util import (
     build_frame,
     load_json,
-    parse_each,
     plain_value,
     round_ns,
     to_decimal,

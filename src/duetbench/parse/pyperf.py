@@ -34,10 +34,10 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._many import combined
 from ._util import (
     NS_PER_S,
     build_frame,
-    combined,
     find_result_files,
     load_json,
     parse_iso_datetime,

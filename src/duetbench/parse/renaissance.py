@@ -26,11 +26,11 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._many import combined
 from ._util import (
     NS_PER_MS,
     build_frame,
     coerce_text_columns,
-    combined,
     find_result_files,
     harness_column_name,
     nested,

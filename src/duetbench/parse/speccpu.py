@@ -28,10 +28,10 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._many import combined
 from ._util import (
     NS_PER_S,
     build_frame,
-    combined,
     find_result_files,
     read_text,
     scaled_ns,
