@@ -107,8 +107,12 @@ def assert_same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
     a = a.sort_values(key).reset_index(drop=True)
     b = b.sort_values(key).reset_index(drop=True)
     assert list(a.columns) == list(b.columns)
+
+    def text(s: pd.Series) -> np.ndarray:  # missing values compare equal, whatever the dtype
+        return s.astype(object).where(s.notna(), "<missing>").astype(str).to_numpy(dtype=object)
+
     for c in a.columns:
-        assert np.array_equal(a[c].astype(str).to_numpy(), b[c].astype(str).to_numpy()), c
+        assert np.array_equal(text(a[c]), text(b[c])), c
 
 
 def wait_for(path: Path, proc: subprocess.Popen, deadline_s: float) -> None:

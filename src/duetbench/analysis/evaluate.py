@@ -10,7 +10,7 @@ of DataFrames, one per table or figure (docs/statistics.md, "Evaluation helpers"
 ``overlap``        RQ2: relative overlap time of aduet runs per minimum overlap m (eq. 5.2)
 ``cv``             RQ3: coefficient of variation per side (4.3.1)
 ``tests``          RQ3: change, CI and relative CI width of every test (ratio, diff, U)
-``aa``             RQ3: A/A experiments, share of benchmarks judged ``same`` (fig. 5.6, 5.7)
+``aa``             RQ3: A/A experiments, share judged neither slower nor faster (fig. 5.6, 5.7)
 ``aa_by_overlap``  RQ3: the same for aduet as a function of m (fig. 5.4)
 ``shuffle``        duet paper RQ2: CI width after re-pairing runs at random
 ``mds``            RQ4: minimal detectable slowdown of every benchmark (4.4)

@@ -55,8 +55,9 @@ def add_threshold(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threshold",
         default=f"{_C.threshold:g}",
-        help=f"practical threshold, e.g. 1%% (default {_C.threshold:g}): a change inside "
-        "it is `same (below threshold)`, never `slower`",
+        help=f"practical threshold, from 0%% to below 100%%, e.g. 1%% (default "
+        f"{_C.threshold:g}): an interval inside +-threshold is `equivalent`, one reaching "
+        "beyond it but not wholly beyond is `inconclusive`, never `slower`",
     )
 
 

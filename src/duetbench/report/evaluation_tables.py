@@ -241,7 +241,7 @@ def aa_table(ev: Evaluation) -> Table:
         name="aa",
         label="RQ3",
         title=f"A/A: benchmarks judged same ({names})",
-        caption="share of the A/A benchmarks judged 'same': the higher, the fewer false "
+        caption="share of the A/A benchmarks judged neither slower nor faster: the higher, the fewer false "
         "alarms (thesis fig. 5.6, 5.7)",
         columns=(
             Column("host", "host"),
@@ -274,7 +274,7 @@ def aa_overlap_table(ev: Evaluation) -> Table:
     return Table(
         name="aa_by_overlap",
         label="RQ3",
-        title="A/A, aduet: share judged 'same' by minimum overlap ratio m (fig. 5.4)",
+        title="A/A, aduet: share judged neither slower nor faster, by minimum overlap ratio m (fig. 5.4)",
         columns=(
             Column("host", "host"),
             Column("suite", "suite"),

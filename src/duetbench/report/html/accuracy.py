@@ -144,7 +144,7 @@ def _aa_part(page: Page, ev: Evaluation) -> None:
         {
             "data": data,
             "layout": bars_layout(
-                "A/A benchmarks judged 'same'",
+                "A/A benchmarks judged neither slower nor faster",
                 "test",
                 [TEST_NAMES[t] for t in ("ratio", "diff", "utest")],
                 {

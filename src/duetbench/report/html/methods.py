@@ -221,7 +221,7 @@ def overlap_section(page: Page, ev: Evaluation) -> None:
             {
                 "data": data,
                 "layout": {
-                    "title": {"text": "A/A, aduet: judged 'same' by m"},
+                    "title": {"text": "A/A, aduet: judged neither slower nor faster, by m"},
                     "xaxis": {"title": {"text": "minimum overlap ratio m (%)"}, "ticksuffix": " %"},
                     "yaxis": {
                         "title": {"text": "judged same (% of A/A benchmarks)"},
