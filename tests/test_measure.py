@@ -164,7 +164,7 @@ def test_every_method_is_corrected_alike(method: str) -> None:
     assert row["measure"] == "cpu" and abs(row["change"] - (TRUE_RATIO - 1)) < 0.005
 
 
-def test_a_a_beside_other_work_says_same() -> None:
+def test_a_a_beside_other_work_says_no_change() -> None:
     """A/A with unequal shares: CPU time finds no difference where wall time would."""
     df = table(seed=5)
     b = df["pair"] == "B"
@@ -174,5 +174,5 @@ def test_a_a_beside_other_work_says_same() -> None:
     df.loc[b, "end_ns"] = df.loc[b, "start_ns"] + df.loc[b, "duration_ns"]
     df.loc[b, "runq_ns"] = (df.loc[b, "duration_ns"] - df.loc[b, "cpu_ns"]).astype("Int64")
     row = one(df)
-    assert row["measure"] == "cpu" and row["verdict"] == "same", row
+    assert row["measure"] == "cpu" and row["verdict"] == "no change detected", row
     assert abs(row["change"]) < 0.005

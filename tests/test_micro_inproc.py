@@ -59,7 +59,9 @@ def test_known_ratios_and_a_a_in_one_process(known: Path) -> None:
     print(f"inproc: 2x read {ratio:.4f}, A/A {rows['aa_100us']['change']:+.4%}")
     assert ratio == pytest.approx(2.0, rel=0.03)
     assert rows["bench_100us"]["verdict"] == "slower"
-    assert rows["aa_100us"]["verdict"] == "equivalent"  # inside +-1 %: equal within it
+    # never slower or faster: equivalent where the interval lies inside +-1 % (quiet), too
+    # wide to tell on a busy machine
+    assert rows["aa_100us"]["verdict"] in ("equivalent", "inconclusive")
     assert abs(rows["aa_100us"]["change"]) < 0.01
 
 

@@ -101,7 +101,10 @@ def _check_results(root: Path, tmp_path: Path, kind: str) -> None:
     assert r.returncode == 0, r.stderr
     table = pd.read_csv(other / "it.csv")
     assert len(table) > 0 and not r.stderr.startswith("0 iterations"), r.stderr
-    r = run_duet("compare", rel, "--format", "json", "--resamples", "200", cwd=other)
+    # every run (what this test checks is paths; a busy machine makes duets unbalanced)
+    r = run_duet(
+        "compare", rel, "--format", "json", "--resamples", "200", "--keep-unbalanced", cwd=other
+    )
     assert r.returncode == 0, r.stderr
     rows = {row["method"]: row for row in json.loads(r.stdout)["rows"]}
     methods = {"builtin": {"aduet", "sduet"}, "suite": {"seqn", "aduet"}, "sync": {"sduet"}}[kind]
@@ -406,7 +409,8 @@ def test_sync_placeholder_in_containers_with_hostile_output_path(tmp_path, image
         assert record["sync"]["go_count"] >= 4
     other = tmp_path / "other place"
     other.mkdir()
-    r = run_duet("compare", os.path.relpath(root, other), "--format", "json", cwd=other)
+    rel = os.path.relpath(root, other)
+    r = run_duet("compare", rel, "--format", "json", "--keep-unbalanced", cwd=other)
     assert r.returncode == 0, r.stderr
     (row,) = json.loads(r.stdout)["rows"]
     assert row["runs"] == 2 and row["pairs"] > 0
