@@ -68,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--budget",
         default="30s",
-        help="machine time for the whole experiment, e.g. 30s, 2m (default 30s); split "
-        "over benchmarks, methods and runs",
+        help="machine time per benchmark x method, as in duet run, e.g. 30s, 2m (default "
+        "30s), split over its runs; the experiment takes about budget x benchmarks x methods",
     )
     p.add_argument(
         "--runs",
