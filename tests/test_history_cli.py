@@ -132,12 +132,21 @@ def test_add_versions_from_git_and_one_label(tmp_path: Path, tiny_results: Path)
     assert v["commit_ns"] is not None
     # one label for both sides; the same results again is refused, exit 2
     other = str(tmp_path / "o.sqlite")
-    duet_ok("history", "add", str(tiny_results), "--repo", other, "--version", "nightly-42")
+    duet_ok("history", "add", str(tiny_results), "--repo", other, "--versions", "nightly-42")
     (e,) = history_json("list", "--repo", other)["experiments"]
     assert (e["version_a"], e["version_b"]) == ("nightly-42", "nightly-42")
-    r = run_duet("history", "add", str(tiny_results), "--repo", other, "--version", "nightly-43")
+    r = run_duet("history", "add", str(tiny_results), "--repo", other, "--versions", "nightly-43")
     assert r.returncode == 2 and "already in the repository" in r.stderr
     assert "Traceback" not in r.stderr
+    # the hint is a command that works: remove it, and the add goes through
+    hint = f"duet history remove {e['id']} --repo {other}"
+    assert hint in " ".join(r.stderr.split()), r.stderr
+    removed = duet_ok(*hint.split()[1:])
+    assert f"removed experiment #{e['id']} 'tiny'" in " ".join(removed.stdout.split())
+    assert history_json("list", "--repo", other)["experiments"] == []
+    duet_ok("history", "add", str(tiny_results), "--repo", other, "--versions", "nightly-43")
+    r = run_duet("history", "remove", "99", "--repo", other)
+    assert r.returncode == 2 and "no experiment #99" in r.stderr
 
 
 def test_errors_are_clear_and_exit_2(tmp_path: Path, tiny_results: Path) -> None:
@@ -151,7 +160,7 @@ def test_errors_are_clear_and_exit_2(tmp_path: Path, tiny_results: Path) -> None
     with sqlite3.connect(foreign) as con:
         con.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
     for path, words in ((garbage, "not a duetbench results repository"), (foreign, "customers")):
-        for cmd in (["list"], ["changes"], ["add", str(tiny_results), "--version", "v1"]):
+        for cmd in (["list"], ["changes"], ["add", str(tiny_results), "--versions", "v1"]):
             r = run_duet("history", *cmd, "--repo", str(path))
             assert r.returncode == 2 and words in r.stderr, (cmd, r.stderr)
             assert "Traceback" not in r.stderr
@@ -163,9 +172,9 @@ def test_errors_are_clear_and_exit_2(tmp_path: Path, tiny_results: Path) -> None
     new = tmp_path / "new.sqlite"
     r = run_duet("history", "add", str(tiny_results), "--repo", str(new))
     assert r.returncode == 2 and "--versions" in r.stderr
-    r = run_duet("history", "add", str(tmp_path / "nope"), "--repo", str(new), "--version", "v1")
+    r = run_duet("history", "add", str(tmp_path / "nope"), "--repo", str(new), "--versions", "v1")
     assert r.returncode == 2 and "does not exist" in r.stderr
-    r = run_duet("history", "add", str(tiny_results), "--repo", str(new), "--version", "A=v1")
+    r = run_duet("history", "add", str(tiny_results), "--repo", str(new), "--versions", "A=v1")
     assert r.returncode == 2 and "side B is missing" in r.stderr
     assert not new.exists()  # bad flags create no repository
 
@@ -192,7 +201,7 @@ def test_changes_marks_and_fail_on_regression(tmp_path: Path) -> None:
     assert r.returncode == 2 and "v99" in r.stderr
 
     # marking v012 as excluded joins the steps around it; the change moves to v013
-    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--version", "v012",
+    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--at", "v012",
             "--exclude", "--note", "built without -O2")  # fmt: skip
     (m,) = history_json("marks", "--repo", repo)["marks"]
     assert (m["version"], m["kind"], m["note"]) == ("v012", "exclude", "built without -O2")
@@ -201,12 +210,12 @@ def test_changes_marks_and_fail_on_regression(tmp_path: Path) -> None:
     duet_ok("history", "unmark", str(m["id"]), "--repo", repo)
     assert history_json("marks", "--repo", repo)["marks"] == []
     # a change marked by hand is reported whatever the detection says
-    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--version", "v020",
+    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--at", "v020",
             "--change", "--note", "new allocator")  # fmt: skip
     found = {c["first_bad"]: c for c in history_json("changes", "--repo", repo)["changes"]}
     assert set(found) == {"v012", "v020"} and found["v020"]["source"] == "marked"
-    for bad in (["--version", "v99"], ["--benchmark", "nope"]):
-        args = {"--benchmark": "parse", "--version": "v010"}
+    for bad in (["--at", "v99"], ["--benchmark", "nope"]):
+        args = {"--benchmark": "parse", "--at": "v010"}
         args[bad[0]] = bad[1]
         r = run_duet("history", "mark", "--repo", repo, *[x for kv in args.items() for x in kv],
                      "--exclude", "--note", "x")  # fmt: skip
@@ -264,7 +273,7 @@ def start_add(repo: str, table: Path, version: str, hooks: dict[str, str] | None
             str(table),
             "--repo",
             repo,
-            "--version",
+            "--versions",
             version,
         ],  # fmt: skip
         env={**os.environ, **(hooks or {})},
@@ -333,7 +342,7 @@ def test_postgresql_url_everywhere(pg_server: str, tmp_path: Path, tiny_results:
     assert [e["name"] for e in doc["experiments"]] == ["tiny"]
     assert history_json("show", "--repo", url, "--benchmark", "ab")["series"]
     assert history_json("changes", "--repo", url)["changes"] == []
-    duet_ok("history", "mark", "--repo", url, "--benchmark", "ab", "--version", "v2",
+    duet_ok("history", "mark", "--repo", url, "--benchmark", "ab", "--at", "v2",
             "--change", "--note", "compiler update")  # fmt: skip
     (c,) = history_json("changes", "--repo", url)["changes"]
     assert (c["first_bad"], c["source"]) == ("v2", "marked")

@@ -76,6 +76,7 @@ class GateResult:
     exit_code: int
     interrupted: bool
     markdown: str
+    table: Any = None  # report.tables.Table: the verdict table, for a terminal
 
 
 def exit_code_of(verdicts: list[str]) -> int:
@@ -115,8 +116,9 @@ def compare_trees(
         )
     rows = adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
     code = exit_code_of([str(v) for v in rows["verdict"]])
-    md = gate_markdown(title, code, rows, compare_markdown(verdict_table(rows, dataset, opts)))
-    return GateResult(summary.root, rows, code, False, md)
+    table = verdict_table(rows, dataset, opts)
+    md = gate_markdown(title, code, rows, compare_markdown(table))
+    return GateResult(summary.root, rows, code, False, md, table)
 
 
 _OUTCOME = {
@@ -126,15 +128,28 @@ _OUTCOME = {
 }
 
 
-def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
-    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
-    lines = [f"## {title}: {_OUTCOME.get(ExitCode(code), str(code))}", "", table_md.strip(), ""]
+def outcome(title: str, code: int) -> str:
+    """The summary's first line: the title and what the gate decided."""
+    return f"{title}: {_OUTCOME.get(ExitCode(code), str(code))}"
+
+
+def reasons(rows: Any) -> list[tuple[str, str, str, str]]:
+    """Per benchmark and method: (benchmark, method, verdict, why (not) significant)."""
+    out = []
     for r in rows.to_dict("records"):
         why = r.get("explanation") or ""
         lo, hi = r.get("ci_low"), r.get("ci_high")
         if not why and lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
             why = f"interval [{lo * 100:+.2f} %, {hi * 100:+.2f} %]"
-        lines.append(f"- **{r['benchmark']}** ({r['method']}): {r['verdict']} -- {why}")
+        out.append((str(r["benchmark"]), str(r["method"]), str(r["verdict"]), why))
+    return out
+
+
+def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
+    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
+    lines = [f"## {outcome(title, code)}", "", table_md.strip(), ""]
+    for bench, method, verdict, why in reasons(rows):
+        lines.append(f"- **{bench}** ({method}): {verdict} -- {why}")
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--good", required=True, help="a revision known to be fast")
     p.add_argument("--bad", required=True, help="a later revision known to be slower")
     p.add_argument(
-        "--build-timeout", type=float, metavar="S", help="seconds a build may take (then: skip)"
+        "--build-timeout",
+        type=float,
+        metavar="S",
+        help="seconds a build may take, then the candidate is skipped (default: no limit)",
     )
     add_tree_options(p)
 
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         bad=args.bad,
         build=args.build,
         out_dir=args.output,
-        repo=args.repo,
+        repo=args.git,
         build_timeout=args.build_timeout,
         on_step=show,
         record=record,

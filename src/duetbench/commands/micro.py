@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import ExitCode
 from ..options import RUN_STATS
-from ._options import add_threshold, parse_threshold
+from ._options import add_format_flag, add_threshold, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -105,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue OUTPUT/<name>, reusing its calibration"
     )
-    p.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    add_format_flag(p, ("table", "json", "markdown"))
     p.add_argument(
         "--run-stat",
         choices=list(RUN_STATS),
@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.progress import RichObserver
     from ..schedule.inline import run_experiment
     from ..store import ResultsStore
+    from ._output import resume_command
     from .compare import render_verdicts
     from .run import runs_not_ok
 
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         store = ResultsStore(args.output.resolve() / request.name)
         stored = store.micro_calibrations() if store.has_experiment() else None
     exp = build_experiment(request, stored=stored)
-    observer = RichObserver(verbose=args.verbose)
+    observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
