@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from ._version import __version__
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duet",
         description="A/B performance comparison with duet benchmarking.",
+        epilog="documentation: `duet help` lists the pages; a message citing "
+        "docs/NAME.md is read with `duet help NAME`. Start with `duet help getting-started`.",
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"duetbench {__version__}")
@@ -53,19 +56,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    args.argv = given  # the command line as typed, for hints that repeat it (--resume)
     try:
         return int(args.func(args) or 0)
     except DuetError as exc:
         if args.debug or os.environ.get("DUET_DEBUG"):
             raise
         print(f"duet: error: {exc}", file=sys.stderr)
+        cited = docs_hint(str(exc))
+        if cited:
+            print(f"duet: {cited}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK
+
+
+_CITED = re.compile(r"\bdocs/([\w/-]+)\.md\b")
+
+
+def docs_hint(message: str) -> str | None:
+    """How to read the pages a message cites (``docs/NAME.md``) where duetbench is
+    installed: ``duet help NAME`` (None when it cites none)."""
+    names = list(dict.fromkeys(_CITED.findall(message)))
+    if not names:
+        return None
+    return "read " + ", ".join(f"docs/{n}.md with `duet help {n}`" for n in names)
 
 
 if __name__ == "__main__":
