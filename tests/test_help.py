@@ -55,8 +55,16 @@ def test_unknown_topics_and_sections_are_clear_errors(capsys: pytest.CaptureFixt
 
 def test_an_error_citing_a_page_says_how_to_read_it() -> None:
     hint = docs_hint("bad: see docs/statistics.md, section 'Notes' and docs/adaptive.md")
-    assert hint == (
-        "read docs/statistics.md with `duet help statistics`, "
-        "docs/adaptive.md with `duet help adaptive`"
-    )
+    assert hint == "duet help statistics, duet help adaptive"
     assert docs_hint("no citation here") is None
+
+
+def test_the_error_line_ends_with_the_command_that_prints_its_page(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "deep.duet.yml"
+    cfg.write_text("experiment: " + "[" * 200 + "]" * 200 + "\n")
+    assert main(["plan", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err  # still one line
+    assert "docs/config.md" in err and err.rstrip().endswith("[duet help config]"), err

@@ -37,9 +37,10 @@ import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 
-#: Names in a test's source (or its fixtures' and helpers') that start a process: the
-#: standard library's ways, the test helpers that run `duet`, and the duetbench
-#: functions whose job is to start one (executors, schedulers, the micro worker, git).
+#: Names in a test's source (or its fixtures' and helpers') that make it end to end: the
+#: standard library's ways of starting a process, the test helpers that run `duet`, and
+#: the duetbench functions whose job is to start one (executors, schedulers, the micro
+#: worker, git).
 STARTS_PROCESSES = (
     "subprocess",
     "Popen",
@@ -48,6 +49,7 @@ STARTS_PROCESSES = (
     "os.posix_spawn",
     "multiprocessing",
     "run_duet",
+    "duet_in_process",  # a whole `duet` command, in this process: end to end all the same
     "run_experiment",
     "run_experiment_cluster",
     "local_cluster",

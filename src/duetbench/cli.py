@@ -64,10 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     except DuetError as exc:
         if args.debug or os.environ.get("DUET_DEBUG"):
             raise
-        print(f"duet: error: {exc}", file=sys.stderr)
         cited = docs_hint(str(exc))
-        if cited:
-            print(f"duet: {cited}", file=sys.stderr)
+        print(f"duet: error: {exc}" + (f" [{cited}]" if cited else ""), file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)
@@ -80,12 +78,13 @@ _CITED = re.compile(r"\bdocs/([\w/-]+)\.md\b")
 
 
 def docs_hint(message: str) -> str | None:
-    """How to read the pages a message cites (``docs/NAME.md``) where duetbench is
-    installed: ``duet help NAME`` (None when it cites none)."""
+    """The commands that print the pages a message cites (``docs/NAME.md``) wherever
+    duetbench is installed, ``duet help NAME`` (None when it cites none); the error's
+    line ends with them."""
     names = list(dict.fromkeys(_CITED.findall(message)))
     if not names:
         return None
-    return "read " + ", ".join(f"docs/{n}.md with `duet help {n}`" for n in names)
+    return ", ".join(f"duet help {n}" for n in names)
 
 
 if __name__ == "__main__":
