@@ -15,7 +15,11 @@ from ._options import add_format_flag
 def add_tree_options(p: argparse.ArgumentParser) -> None:
     """The options `duet gate` and `duet bisect` share."""
     p.add_argument("config", type=Path, help="the duet.yml (docs/history.md, 'Gate': {tree})")
-    p.add_argument("--build", metavar="CMD", help="build command run in each checked-out tree")
+    p.add_argument(
+        "--build",
+        metavar="CMD",
+        help="build command run in each checked-out tree (default: none, the trees as checked out)",
+    )
     p.add_argument(
         "--git",
         metavar="CHECKOUT",

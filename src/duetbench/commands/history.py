@@ -85,7 +85,7 @@ def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Ver
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history",
-        help="the results repository across versions: add, list, show, changes, mark",
+        help="the results repository across versions: add, list, show, changes, mark, remove",
         description="Keep experiments of many versions in one repository, show each "
         "benchmark's series and find the versions that changed it (docs/history.md).",
     )
