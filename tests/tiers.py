@@ -219,7 +219,15 @@ class ProcessWatch:
         self._saved.append((owner, name, original))
         setattr(owner, name, wrapper)
 
+    def _forked(self) -> None:
+        """In a forked child: a fresh lock (the parent's may have been held by another
+        thread at the fork), and nothing recorded there."""
+        self._lock = threading.Lock()
+        self.current = None
+
     def install(self) -> None:
+        os.register_at_fork(after_in_child=self._forked)
+
         def exec_program(*args: Any, **kwargs: Any) -> Any:
             argv = args[0] if args else kwargs.get("args")
             return argv[0] if argv else "?"
