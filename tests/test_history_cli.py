@@ -343,3 +343,57 @@ def test_postgresql_url_everywhere(pg_server: str, tmp_path: Path, tiny_results:
     assert doc["benchmarks"] == 2
     with_env = history_json("list", env={"DUET_HISTORY": url})
     assert [e["name"] for e in with_env["experiments"]] == ["tiny"]
+
+
+SECRET = "S3cr3t-pw%41"  # percent-encoded in a URI, a literal in a key=value string
+
+
+def _with_password(url: str, form: str) -> str:
+    """``url`` (postgresql://postgres@/DB?host=SOCK) with a password, in one libpq form."""
+    rest = url.split("@/", 1)[1]
+    db, _, host = rest.partition("?host=")
+    return {
+        "query": f"{url}&password={SECRET}",
+        "userinfo": f"postgresql://postgres:{SECRET}@/{db}?host={host}",
+        "keyvalue": f"host={host} dbname={db} user=postgres password='{SECRET} x'",
+    }[form]
+
+
+@pytest.mark.parametrize("form", ["query", "userinfo", "keyvalue"])
+def test_a_postgresql_password_appears_in_no_output(
+    pg_server: str, tmp_path: Path, tiny_results: Path, form: str
+) -> None:
+    """The password of every libpq form (the server trusts, so any password connects) is in
+    no command's output, no error and no file of a built dashboard."""
+    url = _with_password(fresh_database(pg_server, "pw_" + uuid.uuid4().hex[:12]), form)
+    secrets = (SECRET, SECRET.replace("%41", "A"))
+    outputs = [duet_ok("history", "add", str(tiny_results), "--repo", url, "--version", "v1")]
+    for fmt in ("table", "json", "markdown"):
+        outputs.append(duet_ok("history", "list", "--repo", url, "--format", fmt))
+        outputs.append(duet_ok("history", "changes", "--repo", url, "--format", fmt))
+    outputs.append(duet_ok("history", "show", "--repo", url, "--benchmark", "ab"))
+    outputs.append(duet_ok("dashboard", "--repo", url, "-o", str(tmp_path / "site")))
+    # errors: a duplicate add, a database that does not exist, an unknown connection option
+    outputs.append(run_duet("history", "add", str(tiny_results), "--repo", url, "--version", "v1"))
+    missing = url.replace("pw_", "nope_")
+    outputs.append(run_duet("history", "list", "--repo", missing))
+    outputs.append(
+        run_duet(
+            "history", "list", "--repo", url + ("&bogus=1" if form != "keyvalue" else " bogus=1")
+        )
+    )
+    # libpq cannot parse it and quotes the password: a bad %-escape, an unterminated quote
+    bad = url.replace(SECRET, SECRET + "%zz") if form != "keyvalue" else url.rstrip("'")
+    outputs.append(run_duet("history", "list", "--repo", bad))
+    assert [o.returncode for o in outputs[-4:]] == [2, 2, 2, 2], [o.stderr for o in outputs[-4:]]
+    for o in outputs:
+        assert "Traceback" not in o.stderr
+        for s in secrets:
+            assert s not in o.stdout + o.stderr, (o.args, o.stdout, o.stderr)
+    assert "***" in outputs[1].stdout  # the location is shown, its password hidden
+    files = [p for p in (tmp_path / "site").rglob("*") if p.is_file()]
+    assert any(p.name == ".duet-dashboard.json" for p in files) and len(files) > 4
+    for p in files:
+        data = p.read_bytes()
+        for s in secrets:
+            assert s.encode() not in data, p

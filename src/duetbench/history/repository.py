@@ -88,7 +88,13 @@ class Repository:
 
     @property
     def location(self) -> str:
+        """Where the repository is, to show (a PostgreSQL password never appears)."""
         return str(self.db.location)
+
+    @property
+    def name(self) -> str:
+        """The SQLite file's name or the PostgreSQL database's."""
+        return self.db.location.name
 
     # ------------------------------------------------------------------ adding
     def add(
@@ -546,7 +552,8 @@ def _guard(db: Database) -> Iterator[None]:
             raise HistoryError(f"{db.location}: {text}") from None
         raise not_a_repository(db.location, exc) from None
     except database_errors() as exc:
-        raise HistoryError(f"{db.location}: the database failed: {str(exc).strip()}") from None
+        text = db.location.scrub(str(exc).strip())
+        raise HistoryError(f"{db.location}: the database failed: {text}") from None
 
 
 def _busy_s() -> int:
