@@ -397,3 +397,49 @@ def test_a_postgresql_password_appears_in_no_output(
         data = p.read_bytes()
         for s in secrets:
             assert s.encode() not in data, p
+
+
+def _pg_tables(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+READ_ONLY = (
+    ("history", "list"),
+    ("history", "changes"),
+    ("history", "show", "--benchmark", "ab"),
+    ("history", "marks"),
+    ("dashboard", "-o", "SITE"),
+)
+
+
+def test_reading_commands_never_create_a_repository(
+    pg_server: str, tmp_path: Path, tiny_results: Path
+) -> None:
+    """`list`, `changes`, `show`, `marks` and `dashboard` on an empty database (PostgreSQL
+    or a 0-byte SQLite file) exit 2 and write nothing; a database holding another
+    program's tables is refused by every command, `add` included."""
+    import psycopg
+
+    empty_pg = fresh_database(pg_server, "ro_" + uuid.uuid4().hex[:12])
+    empty_file = tmp_path / "empty.sqlite"
+    empty_file.write_bytes(b"")
+    foreign = fresh_database(pg_server, "fo_" + uuid.uuid4().hex[:12])
+    with psycopg.connect(foreign, autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id integer PRIMARY KEY, name text)")
+    site = str(tmp_path / "site")
+    for repo in (empty_pg, str(empty_file), foreign):
+        for cmd in READ_ONLY:
+            r = run_duet(*[site if a == "SITE" else a for a in cmd], "--repo", repo)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (cmd, r.stderr)
+            assert ("holds no results repository" if repo != foreign else "customers") in r.stderr
+    assert _pg_tables(empty_pg) == set() and empty_file.stat().st_size == 0
+    assert not (tmp_path / "site").exists()
+    r = run_duet("history", "add", str(tiny_results), "--repo", foreign, "--version", "v1")
+    assert r.returncode == 2 and "not a duetbench results repository" in r.stderr, r.stderr
+    assert _pg_tables(foreign) == {"customers"}

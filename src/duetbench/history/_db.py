@@ -184,11 +184,11 @@ def scrub(text: str, conninfo: str) -> str:
 class Database:
     """One connection; SQL with ``?`` placeholders and ``{pk}``/``{blob}`` type names."""
 
-    def __init__(self, location: Location) -> None:
+    def __init__(self, location: Location, *, create: bool = True) -> None:
         self.location = location
         self.kind = location.kind
         if self.kind == "sqlite":
-            self._conn = _connect_sqlite(location.path)  # type: ignore[arg-type]
+            self._conn = _connect_sqlite(location.path, create=create)  # type: ignore[arg-type]
         else:
             self._conn = _connect_postgresql(location)
         self._depth = 0
@@ -276,7 +276,10 @@ class Database:
             pass
 
 
-def _connect_sqlite(path: Path) -> sqlite3.Connection:
+def _connect_sqlite(path: Path, *, create: bool = True) -> sqlite3.Connection:
+    """A connection; ``create``: in WAL mode (a persistent setting: a reader leaves the
+    mode a file has -- a repository is in WAL since its first add -- so a foreign file
+    is refused unchanged)."""
     if path.exists() and path.is_dir():
         raise HistoryError(f"{path} is a directory; give the repository's file, e.g. perf.sqlite")
     if not path.parent.exists():
@@ -288,12 +291,13 @@ def _connect_sqlite(path: Path) -> sqlite3.Connection:
             str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        pragma = "PRAGMA journal_mode = WAL" if create else "PRAGMA journal_mode"
+        mode = conn.execute(pragma).fetchone()
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         raise not_a_repository(path, exc) from None
-    if mode is None or str(mode[0]).lower() != "wal":
+    if create and (mode is None or str(mode[0]).lower() != "wal"):
         conn.close()
         raise HistoryError(
             f"{path}: SQLite cannot use its write-ahead log there ({mode}); keep the repository "

@@ -62,16 +62,18 @@ class Repository:
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = True) -> Repository:
+        """Open the repository at ``location``; ``create=False`` (a command that only
+        reads): one that does not exist yet is an error, and nothing is written."""
         loc = Location.parse(location)
         if loc.kind == "sqlite" and not create and not loc.path.exists():  # type: ignore[union-attr]
             raise HistoryError(
                 f"{loc.path} does not exist; add an experiment to create it "
                 "(duet history add RESULTS --repo FILE)"
             )
-        db = Database(loc)
+        db = Database(loc, create=create)
         try:
             with _guard(db):
-                ensure_schema(db)
+                ensure_schema(db, create=create)
         except BaseException:
             db.close()
             raise
