@@ -18,6 +18,7 @@ import sys
 from ._version import __version__
 from .commands import COMMANDS
 from .errors import DuetError, ExitCode
+from .text import visible
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except DuetError as exc:
         if args.debug or os.environ.get("DUET_DEBUG"):
             raise
-        print(f"duet: error: {exc}", file=sys.stderr)
+        print(f"duet: error: {visible(str(exc), lines=True)}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)

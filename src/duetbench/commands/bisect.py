@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..ci.bisect import Step, bisect
     from ..config import load_config
+    from ..text import visible
     from .gate import add_to_history, stopped_experiment
     from .plan import this_host_cpus
 
@@ -42,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
             if step.change is not None and step.low is not None and step.high is not None
             else ""
         )
+        subject = visible(step.subject)  # a commit subject and a build's output: user text
         print(
-            f"{step.commit[:10]} {step.outcome:4} {step.verdict}{iv} ({step.runs} runs) {step.subject}"
+            f"{step.commit[:10]} {step.outcome:4} {step.verdict}{iv} ({step.runs} runs) {subject}"
         )
         if step.outcome == "skip" and step.why:
-            print(f"    skipped: {step.why.splitlines()[0]}")
+            print(f"    skipped: {visible(step.why.splitlines()[0])}")
 
     def record(root: Path, a_tree: Path, b_tree: Path) -> None:
         if args.history:

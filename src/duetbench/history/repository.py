@@ -33,7 +33,7 @@ from ._ingest import ExperimentData, analyse, load_results_dir, load_table
 from ._schema import ensure_schema
 from .fingerprint import HostFingerprint
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
-from .versions import Version, complete_versions
+from .versions import Version, complete_versions, refuse_control_characters
 
 #: test hook: the add step at which to stop (see :func:`_checkpoint`)
 HOOK_STEP_ENV = "DUETBENCH_HISTORY_HOOK_STEP"
@@ -473,6 +473,7 @@ class Repository:
             raise HistoryError(f"mark kind must be 'change' or 'exclude', got {kind!r}")
         if not note.strip():
             raise HistoryError("a mark needs a note saying why (e.g. --note 'new compiler')")
+        refuse_control_characters("the mark's note", note.replace("\n", " "))
         with _guard(self.db), self.db.transaction():
             row = self.db.one("SELECT id FROM versions WHERE label = ?", (version,))
             if row is None:
