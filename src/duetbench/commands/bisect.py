@@ -22,9 +22,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--good", required=True, help="a revision known to be fast")
     p.add_argument("--bad", required=True, help="a later revision known to be slower")
-    p.add_argument(
-        "--build-timeout", type=float, metavar="S", help="seconds a build may take (then: skip)"
-    )
     add_tree_options(p)
 
 
@@ -32,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from ..ci.bisect import Step, bisect
     from ..config import load_config
     from ..text import visible
-    from .gate import add_to_history, stopped_experiment
+    from .gate import add_to_history, build_timeout, stopped_experiment
     from .plan import this_host_cpus
 
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
@@ -61,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         build=args.build,
         out_dir=args.output,
         repo=args.repo,
-        build_timeout=args.build_timeout,
+        build_timeout=build_timeout(args),
         on_step=show,
         record=record,
     )

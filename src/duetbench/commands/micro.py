@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import ExitCode
 from ..options import RUN_STATS
-from ._options import add_threshold, parse_threshold
+from ._options import add_threshold, parse_duration, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -120,16 +120,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
 
 
-def _seconds(text: str, flag: str) -> float:
-    from ..config.schema_models import _duration
-    from ..errors import DuetError
-
-    try:
-        return float(_duration(text))
-    except ValueError as exc:
-        raise DuetError(f"{flag} {text!r}: {exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     from ..micro.request import MicroRequest, build_experiment
     from ..report.progress import RichObserver
@@ -150,11 +140,11 @@ def run(args: argparse.Namespace) -> int:
         b_paths=args.b_path,
         pattern=args.pattern,
         methods=args.method,
-        budget_s=_seconds(args.budget, "--budget"),
+        budget_s=parse_duration(args.budget, "--budget"),
         runs=args.runs,
         samples=args.samples,
         warmup=args.warmup_samples,
-        min_sample_s=_seconds(args.min_sample_time, "--min-sample-time"),
+        min_sample_s=parse_duration(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
         cpu_swap=args.cpu_swap,
         name=args.name,
