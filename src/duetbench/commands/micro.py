@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+
+if TYPE_CHECKING:
+    from ..micro.api import MicroBenchmark
 from ..options import RUN_STATS
 from ._options import add_threshold, parse_duration, parse_threshold
 
@@ -26,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples: duet micro 'mymod:parse' --a-python envA/bin/python --b-python "
         "envB/bin/python | duet micro bench_parse.py --a-path ./old-src --b-path ./src | "
         "duet micro --asv benchmarks/ -k parse | duet micro --a 'mymod:parse_v1' --b "
-        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression with --fail-on-regression; "
+        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression (or a suite module that fails to "
+        "import) with --fail-on-regression; "
         "2 usage, import or setup error (before any run); 4 some runs failed; 130 "
         "interrupted (--resume continues)",
     )
@@ -154,18 +159,45 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:  # the calibration of the interrupted experiment, not a new one
         store = ResultsStore(args.output.resolve() / request.name)
         stored = store.micro_calibrations() if store.has_experiment() else None
-    exp = build_experiment(request, stored=stored)
+    skipped: list[tuple[str, MicroBenchmark]] = []
+    exp = build_experiment(request, stored=stored, skipped=skipped)
     observer = RichObserver(verbose=args.verbose)
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
     regression = render_verdicts(summary.root, args.format, args.run_stat, threshold)
+    broken = print_skipped(skipped, verbose=args.verbose)
     bad = runs_not_ok(summary.root, exp, None)
     if bad:
         from ..report.progress import print_runs_not_ok
 
         print_runs_not_ok(observer.console, summary.root, bad)
         return ExitCode.RUNS_FAILED
-    if args.fail_on_regression and regression:
+    if args.fail_on_regression and (regression or broken):
         return ExitCode.REGRESSION
     return ExitCode.OK
+
+
+def print_skipped(skipped: list[tuple[str, MicroBenchmark]], *, verbose: bool) -> int:
+    """Say which benchmarks were left out and why, on stderr: modules of a suite that failed
+    to import always (docs/micro.md: never silently dropped), the ones skipped by design
+    (asv ``mem_*``, ...) with ``-v``. Returns how many failed."""
+    from ..report.formatting import rich_text
+    from ..report.terminal import make_console
+
+    console = make_console(stderr=True)
+    failed = [(p, b) for p, b in skipped if b.failed]
+    for pair, b in skipped if verbose else failed:
+        label = "problem:" if b.failed else "skipped:"
+        console.print(
+            f"[yellow]{label}[/] {rich_text(b.name)} (side {pair}) not measured: "
+            f"{rich_text(b.skip_reason)}",
+            highlight=False,
+        )
+    if failed:
+        console.print(
+            f"[yellow]problem:[/] {len(failed)} module(s) of the suite failed to import, so "
+            "their benchmarks were not measured; with --fail-on-regression this fails (exit 1)",
+            highlight=False,
+        )
+    return len(failed)
