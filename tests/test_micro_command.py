@@ -352,3 +352,13 @@ def test_asv_modules_that_fail_to_import_are_named_and_fail_a_gate(known: Path) 
     )
     failing = micro(*args, "--fail-on-regression", "--name", "gate", cwd=known)
     assert failing.returncode == 1 and "failed to import" in failing.stderr, failing.stderr
+
+
+@pytest.mark.parametrize("name", ["<script>", "x$(touch X)", "dot..", "a/b", "", "x" * 101])
+def test_a_name_that_cannot_name_the_results_directory_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """--name follows the rule of a config's experiment name (it names OUTPUT/<name>)."""
+    r = micro("m:f", "--name", name, "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and "--name" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "X").exists() and not (tmp_path / "out").exists()

@@ -280,12 +280,17 @@ def _connect_sqlite(path: Path, *, create: bool = True) -> sqlite3.Connection:
     """A connection; ``create``: in WAL mode (a persistent setting: a reader leaves the
     mode a file has -- a repository is in WAL since its first add -- so a foreign file
     is refused unchanged)."""
-    if path.exists() and path.is_dir():
+    try:
+        is_dir, parent_is_dir, parent_exists = path.is_dir(), path.parent.is_dir(), True
+        if not parent_is_dir:
+            parent_exists = path.parent.exists()
+    except OSError as exc:  # a name too long, a loop of links
+        raise HistoryError(f"cannot use {path} as the repository: {exc.strerror or exc}") from None
+    if is_dir:
         raise HistoryError(f"{path} is a directory; give the repository's file, e.g. perf.sqlite")
-    if not path.parent.exists():
-        raise HistoryError(
-            f"cannot create the repository {path}: the directory {path.parent} does not exist"
-        )
+    if not parent_is_dir:
+        why = "is not a directory" if parent_exists else "does not exist"
+        raise HistoryError(f"cannot create the repository {path}: {path.parent} {why}")
     try:
         conn = sqlite3.connect(
             str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
@@ -296,6 +301,11 @@ def _connect_sqlite(path: Path, *, create: bool = True) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
+        if create and not path.exists():
+            raise HistoryError(
+                f"cannot create the repository {path}: SQLite cannot create a file in "
+                f"{path.parent} ({exc}); give a file in a writable directory"
+            ) from None
         raise not_a_repository(path, exc) from None
     if create and (mode is None or str(mode[0]).lower() != "wal"):
         conn.close()

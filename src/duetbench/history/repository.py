@@ -65,7 +65,7 @@ class Repository:
         """Open the repository at ``location``; ``create=False`` (a command that only
         reads): one that does not exist yet is an error, and nothing is written."""
         loc = Location.parse(location)
-        if loc.kind == "sqlite" and not create and not loc.path.exists():  # type: ignore[union-attr]
+        if loc.kind == "sqlite" and not create and not _exists(loc.path):  # type: ignore[arg-type]
             raise HistoryError(
                 f"{loc.path} does not exist; add an experiment to create it "
                 "(duet history add RESULTS --repo FILE)"
@@ -308,14 +308,18 @@ class Repository:
 
     def collect_garbage(self, min_age_s: float = 3600.0) -> list[str]:
         """Drop tables no experiment uses and Parquet files no table row names (files younger
-        than ``min_age_s`` are left: an add running now may be about to reference them)."""
+        than ``min_age_s`` are left: an add running now may be about to reference them).
+        Returns the files removed (SQLite), or the hashes of the tables (PostgreSQL)."""
+        unused = (
+            "SELECT hash FROM stored_tables WHERE hash NOT IN (SELECT table_hash FROM experiments)"
+        )
         with _guard(self.db), self.db.transaction():
-            self.db.execute(
-                "DELETE FROM stored_tables WHERE hash NOT IN (SELECT table_hash FROM experiments)"
-            )
+            dropped = [str(r[0]) for r in self.db.all(unused)]
+            self.db.execute(f"DELETE FROM stored_tables WHERE hash IN ({unused})")
         with _guard(self.db):
             referenced = {str(r[0]) for r in self.db.all("SELECT hash FROM stored_tables")}
-        return [str(p) for p in self.blobs.collect(referenced, min_age_s)]
+        files = [str(p) for p in self.blobs.collect(referenced, min_age_s)]
+        return files if self.db.kind == "sqlite" else dropped
 
     # ------------------------------------------------------------------ reading
     def versions(self) -> list[StoredVersion]:
@@ -535,6 +539,13 @@ def _num(v: Any) -> Any:
     if f != f:  # NaN
         return None
     return int(f) if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu") else f
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError as exc:  # a name too long, a loop of links
+        raise HistoryError(f"cannot use {path} as the repository: {exc.strerror or exc}") from None
 
 
 @contextmanager

@@ -79,7 +79,11 @@ def _absolute(path: str | os.PathLike[str], cwd: Path | None) -> str:
 def resolve_target(target: str, cwd: Path | None = None) -> str:
     """The target with its file or directory part absolute, so the side may run anywhere."""
     base = Path(cwd or os.getcwd())
-    if (base / target).is_dir():
+    try:
+        is_dir = (base / target).is_dir()
+    except OSError:  # a name too long for a path: not a directory, the worker says what it is
+        is_dir = False
+    if is_dir:
         return _absolute(target, cwd)
     head, sep, tail = target.rpartition(":")
     location, attr = (head, sep + tail) if sep and "/" not in tail else (target, "")

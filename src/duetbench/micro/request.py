@@ -15,8 +15,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config.fields import experiment_name_problem
 from ..config.limits import MAX_NAME_LENGTH
 from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
+from ..text import visible
 from .api import DEFAULT_IDLE_S, MicroBenchmark, MicroError, discover
 from .experiment import calibrate_experiment, sample_seconds
 
@@ -28,6 +30,8 @@ MIN_RUN_TIME_S = 0.05
 #: A listing or a calibration may take the budget, and at least this long (an
 #: interpreter's start and a heavy import on a busy machine); then it is stopped.
 SETUP_MIN_S = 60.0
+#: the longest target taken (the longest path Linux opens)
+MAX_TARGET_LENGTH = 4096
 METHODS = ("sduet", "aduet", "seqn", "inproc")
 
 
@@ -66,6 +70,17 @@ class MicroRequest:
         b_paths: list[str] | None,
         **rest: object,
     ) -> MicroRequest:
+        for flag, text in (
+            ("target", target),
+            ("--asv", asv),
+            ("--a", a_target),
+            ("--b", b_target),
+        ):
+            if text is not None and len(text) > MAX_TARGET_LENGTH:
+                raise MicroError(
+                    f"{flag} {visible(text[:40])}... is {len(text)} characters long; give "
+                    "module:function, file.py[:name] or a suite directory"
+                )
         given = [t for t in (target, asv) if t]
         if (a_target is None) != (b_target is None):
             raise MicroError("give both --a and --b (two targets), or one target for both sides")
@@ -76,7 +91,7 @@ class MicroRequest:
                 "what to time: a target (module:function, file.py, a suite directory), "
                 "--asv DIR, or --a TARGET --b TARGET"
             )
-        if asv is not None and not Path(asv).is_dir():
+        if asv is not None and not _is_dir(asv):
             raise MicroError(f"--asv {asv}: not a directory (asv's benchmark_dir)")
         methods = tuple(dict.fromkeys(rest.pop("methods", None) or ("sduet",)))  # type: ignore[call-overload]
         for method in methods:
@@ -96,6 +111,9 @@ class MicroRequest:
             raise MicroError("--runs and --samples must be at least 1")
         if request.warmup < 0:
             raise MicroError("--warmup-samples must not be negative")
+        problem = experiment_name_problem(request.name)
+        if problem is not None:  # the rule of config names: it names the results directory
+            raise MicroError(f"--name: {visible(problem)}".replace("`name: ", "`--name "))
         return request
 
     @property
@@ -108,6 +126,13 @@ class MicroRequest:
         if pair == "A":
             return self.a_python, self.a_target, self.a_paths
         return self.b_python, self.b_target, self.b_paths
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir()
+    except OSError:  # a name too long, a loop of links
+        return False
 
 
 def matches(name: str, pattern: str | None) -> bool:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import csv
+import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ResultFileError
+from ..files import RESULT_FILE_MAX, open_regular
 from .registry import SideContext
 
 COLUMNS = ("iteration", "start_ns", "end_ns", "duration_ns", "filler", "exit_code")
@@ -19,8 +22,20 @@ def parse_command(ctx: SideContext) -> pd.DataFrame:
         raise ResultFileError(
             path, "missing: the built-in harness wrote no iterations file for this side"
         )
+    try:
+        rows = _rows(path)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ResultFileError(path, f"cannot read the file: {why}") from None
+    arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
+    df = pd.DataFrame(arr, columns=list(COLUMNS))
+    df["filler"] = df["filler"].astype(bool)
+    return df
+
+
+def _rows(path: Path) -> list[list[int]]:
     rows: list[list[int]] = []
-    with open(path, newline="", encoding="utf-8") as f:
+    with io.TextIOWrapper(open_regular(path, RESULT_FILE_MAX), "utf-8", newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:
@@ -40,7 +55,4 @@ def parse_command(ctx: SideContext) -> pd.DataFrame:
                 rows.append([int(x) for x in row[: len(COLUMNS)]])
             except ValueError:
                 raise ResultFileError(path, f"non-integer value in {row}", line=lineno) from None
-    arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
-    df = pd.DataFrame(arr, columns=list(COLUMNS))
-    df["filler"] = df["filler"].astype(bool)
-    return df
+    return rows
