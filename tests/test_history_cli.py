@@ -443,3 +443,24 @@ def test_reading_commands_never_create_a_repository(
     r = run_duet("history", "add", str(tiny_results), "--repo", foreign, "--version", "v1")
     assert r.returncode == 2 and "not a duetbench results repository" in r.stderr, r.stderr
     assert _pg_tables(foreign) == {"customers"}
+
+
+def test_gc_removes_what_a_killed_add_left(tmp_path: Path) -> None:
+    repo = str(tmp_path / "r.sqlite")
+    paths = tables(tmp_path, 2)
+    first = start_add(repo, paths[0], "v0")
+    assert first.wait(DEADLINE_S) == 0, first.stderr.read()
+    hooks = {HOOK_STEP_ENV: "table-written", HOOK_DIR_ENV: str(tmp_path)}
+    killed = start_add(repo, paths[1], "v1", hooks)
+    wait_for(tmp_path / "table-written.reached", killed, DEADLINE_S)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(DEADLINE_S)
+    stored = sorted((tmp_path / "r.sqlite-tables").rglob("*.parquet"))
+    assert len(stored) == 2  # the first add's table, and the orphan
+    young = duet_ok("history", "gc", "--repo", repo)  # an add may be about to use it
+    assert "removed 0 unused" in young.stdout
+    old = duet_ok("history", "gc", "--repo", repo, "--min-age", "0")
+    assert "removed 1 unused stored files" in old.stdout
+    assert len(list((tmp_path / "r.sqlite-tables").rglob("*.parquet"))) == 1
+    assert [e["version_b"] for e in history_json("list", "--repo", repo)["experiments"]] == ["v0"]
+    assert len(history_json("show", "--repo", repo, "--benchmark", "parse")["series"]) >= 1
