@@ -112,9 +112,10 @@ def _forget(repo: Path, under: Path) -> None:
     p = subprocess.run(
         ["git", "-C", str(repo), "worktree", "list", "--porcelain"], capture_output=True, text=True
     )
+    places = (under, under.resolve())  # git may keep the path with symlinks resolved
     for line in p.stdout.splitlines():
         path = line.removeprefix("worktree ")
-        if path != line and Path(path).is_relative_to(under):
+        if path != line and any(Path(path).is_relative_to(u) for u in places):
             subprocess.run(
                 ["git", "-C", str(repo), "worktree", "unlock", path], capture_output=True
             )
