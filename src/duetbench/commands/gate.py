@@ -129,6 +129,6 @@ def run(args: argparse.Namespace) -> int:
         if args.history:
             add_to_history(args.history, result.root, base_tree, head_tree)
     print(result.markdown, end="")
-    print(f"results: {result.root}")
+    print(f"results: {visible(str(result.root))}")
     write_step_summary(result.markdown)
     return result.exit_code
