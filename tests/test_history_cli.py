@@ -368,10 +368,15 @@ def test_a_postgresql_password_appears_in_no_output(
     url = _with_password(fresh_database(pg_server, "pw_" + uuid.uuid4().hex[:12]), form)
     secrets = (SECRET, SECRET.replace("%41", "A"))
     outputs = [duet_ok("history", "add", str(tiny_results), "--repo", url, "--version", "v1")]
-    for fmt in ("table", "json", "markdown"):
+    # every format of every reading command once (they share the location's text); the
+    # other forms through the table and the dashboard
+    formats = ("table", "json", "markdown") if form == "query" else ("table",)
+    for fmt in formats:
         outputs.append(duet_ok("history", "list", "--repo", url, "--format", fmt))
-        outputs.append(duet_ok("history", "changes", "--repo", url, "--format", fmt))
-    outputs.append(duet_ok("history", "show", "--repo", url, "--benchmark", "ab"))
+    if form == "query":
+        for fmt in formats:
+            outputs.append(duet_ok("history", "changes", "--repo", url, "--format", fmt))
+        outputs.append(duet_ok("history", "show", "--repo", url, "--benchmark", "ab"))
     outputs.append(duet_ok("dashboard", "--repo", url, "-o", str(tmp_path / "site")))
     # errors: a duplicate add, a database that does not exist, an unknown connection option
     outputs.append(run_duet("history", "add", str(tiny_results), "--repo", url, "--version", "v1"))
