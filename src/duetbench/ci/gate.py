@@ -128,13 +128,17 @@ _OUTCOME = {
 
 def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
     """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
-    lines = [f"## {title}: {_OUTCOME.get(ExitCode(code), str(code))}", "", table_md.strip(), ""]
+    from ..report.formatting import md_heading, md_text
+
+    outcome = _OUTCOME.get(ExitCode(code), str(code))
+    lines = [f"## {md_heading(title)}: {outcome}", "", table_md.strip(), ""]
     for r in rows.to_dict("records"):
         why = r.get("explanation") or ""
         lo, hi = r.get("ci_low"), r.get("ci_high")
         if not why and lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
             why = f"interval [{lo * 100:+.2f} %, {hi * 100:+.2f} %]"
-        lines.append(f"- **{r['benchmark']}** ({r['method']}): {r['verdict']} -- {why}")
+        name, method = md_text(r["benchmark"]), md_text(r["method"])
+        lines.append(f"- **{name}** ({method}): {r['verdict']} -- {md_text(why)}")
     return "\n".join(lines) + "\n"
 
 

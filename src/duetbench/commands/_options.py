@@ -71,6 +71,17 @@ def parse_threshold(text: str) -> float:
     return value
 
 
+def parse_duration(text: str, flag: str) -> float:
+    """A duration flag (``600``, ``90s``, ``10m``): seconds, from 1 ms to 30 days (the
+    config's durations, docs/config.md); zero, negative and NaN refused."""
+    from ..config.schema_models import _duration
+
+    try:
+        return float(_duration(text))
+    except ValueError as exc:
+        raise DuetError(f"{flag} {text!r}: {exc}") from None
+
+
 def parse_warmup(text: str | None) -> int | str | None:
     """``N``, ``half`` or ``config`` (None: the rows the table marks as warm-up)."""
     if text is None or text == CONFIG_WARMUP:

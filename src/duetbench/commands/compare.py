@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+from ..text import visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,6 +166,6 @@ def print_verdicts_after_run(root: Path) -> None:
         rows, opts = compare_rows(dataset.table, opts, run_stat_given=False)
         rows = with_adaptive(rows, dataset, opts)
     except DuetError as exc:
-        print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
+        print(f"duet: cannot compare yet: {visible(str(exc), lines=True)}", file=sys.stderr)
         return
     print_verdicts(verdict_table(rows, dataset, opts))

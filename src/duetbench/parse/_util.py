@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ..files import RESULT_FILE_MAX, open_regular, read_bytes, size_text
 from ..schema import RESERVED_COLUMNS as SCHEMA_RESERVED
 from .registry import SideContext
 
@@ -122,12 +123,20 @@ def _locate(entry: Path, side_dir: Path) -> Path:
 
 
 def read_text(path: Path) -> str:
-    """A text file's content; ``*.gz`` is decompressed. Errors name the file."""
+    """A text file's content; ``*.gz`` is decompressed. Errors name the file. Only a
+    regular file is read, and at most ``files.RESULT_FILE_MAX`` bytes of it (also once
+    decompressed)."""
     try:
         if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8")
+            with open_regular(path, RESULT_FILE_MAX) as raw, gzip.open(raw, "rb") as fh:
+                data = fh.read(RESULT_FILE_MAX + 1)
+            if len(data) > RESULT_FILE_MAX:
+                raise ResultFileError(
+                    path, f"decompressed it holds more than {size_text(RESULT_FILE_MAX)}"
+                )
+        else:
+            data = read_bytes(path, RESULT_FILE_MAX)
+        return data.decode("utf-8")
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise ResultFileError(path, f"corrupt or truncated gzip file ({exc})") from None
     except UnicodeDecodeError as exc:
