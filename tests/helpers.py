@@ -347,31 +347,29 @@ def unique(prefix: str) -> str:
 def placed(data: dict[str, Any]) -> dict[str, Any]:
     """A run.json written now without the keys records of before lack: `placement` (issue
     15), right after `all_cores_busy`, pinned or shared; `other_load` after it (the
-    local executor's measure of other work on the host: CPUs, execute/loadwatch.py);
-    each local side's `cpu_s` (the CPU time it used, execute/driver.py); and, for a shared
-    duet's side seen running, `ran_on` (where it ran, execute/cpuwatch.py)."""
+    executor's measure of other work on the host: CPUs, execute/loadwatch.py); each
+    side's `cpu_s` (the CPU time it used: execute/driver.py, a container's cgroup) and an
+    external harness's `runq_s` (its run delay); and, for a shared duet's side seen
+    running, `ran_on` (where it ran, execute/cpuwatch.py)."""
     keys = list(data)
     assert data["placement"] in ("pinned", "shared")
     assert keys[keys.index("all_cores_busy") + 1] == "placement"
-    if data["executor"] == "local":  # container sides are not the executor's children
-        assert keys[keys.index("placement") + 1] == "other_load"
-        load = data["other_load"]
-        assert set(load) == {"processes", "steal"} and all(v >= 0 for v in load.values())
-    else:
-        assert "other_load" not in data
+    assert keys[keys.index("placement") + 1] == "other_load"
+    load = data["other_load"]
+    assert set(load) == {"processes", "steal"} and all(v >= 0 for v in load.values())
     out = {k: v for k, v in data.items() if k not in ("placement", "other_load")}
     sides = {}
-    for name, side in data.get("sides", {}).items():  # and each local side's CPU time
-        if data["executor"] != "local":
-            assert "cpu_s" not in side, side
-        elif side["status"] == "ok":
+    for name, side in data.get("sides", {}).items():  # and each side's CPU time
+        if side["status"] == "ok":
             assert side["cpu_s"] >= 0, side
         elif "cpu_s" in side:  # a side stopped or failed mid-run: measured when it could be
             assert side["cpu_s"] >= 0, side
+        if "runq_s" in side:  # external harnesses, containers: the run delay of their threads
+            assert side["runq_s"] >= 0, side
         if "ran_on" in side:  # only the sides of a shared duet are watched
             assert data["placement"] == "shared" and data["method"] != "seqn", data
             assert all(c.isdigit() and n >= 1 for c, n in side["ran_on"].items()), side
-        sides[name] = {k: v for k, v in side.items() if k not in ("cpu_s", "ran_on")}
+        sides[name] = {k: v for k, v in side.items() if k not in ("cpu_s", "runq_s", "ran_on")}
     if "sides" in out:
         out["sides"] = sides
     return out

@@ -37,8 +37,9 @@ MEANINGS: dict[str, str] = {
     "--only": r"only this benchmark",
     "--executor": r"where the sides (?:would )?run",
     "--resume": r"continue",
-    "-v": r"a status line per run",
-    "--verbose": r"a status line per run",
+    # verbose: more of the same output (a line per run, every note in full)
+    "-v": r"a status line per run|every note in full",
+    "--verbose": r"a status line per run|every note in full",
     "--fail-on-regression": r"^exit 1 when ",
     "--method": r"method|sduet|auto",
     "--seed": r"seed",
@@ -60,6 +61,11 @@ MEANINGS: dict[str, str] = {
     "--aa": r"A/A",
     "--shuffles": r"re-pairings",
     "--span": r"runtime speedup",
+    "--build-timeout": r"how long one build may take",
+    # where it runs, as the config's `cpus:` (a placement or a list of CPUs)
+    "--cpus": r"CPU",
+    "--measure": r"what an? (?:sample|iteration)'s time is",
+    "--keep-unbalanced": r"keep duet runs whose sides got unequal CPU shares",
 }
 #: flags of `duet` itself that no command may reuse for something else
 PROGRAM_FLAGS = ("--version", "--debug")

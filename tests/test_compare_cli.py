@@ -133,9 +133,11 @@ def duration(ns: float | None) -> str:
     raise AssertionError(ns)
 
 
-def cells(row: dict[str, Any], test: str) -> list[str]:
+def cells(row: dict[str, Any], test: str, with_time: bool = False) -> list[str]:
     """A JSON row as the terminal and Markdown tables show it: the p-value is the one of
-    the verdict's test (the pooled U test's for utest-pooled, else the signed-rank's)."""
+    the verdict's test (the pooled U test's for utest-pooled, else the signed-rank's);
+    ``with_time``: the table has the column that says which rows compare CPU time
+    (docs/statistics.md, "Beside other work: CPU time")."""
     ci = "-" if row["ci_low"] is None else f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
     p = row["p_value"] if test == "utest-pooled" else row["rank_p_value"]
     return [
@@ -148,6 +150,7 @@ def cells(row: dict[str, Any], test: str) -> list[str]:
         "-" if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001"),
         str(row["runs"]),
         str(row["pairs"]),
+        *([row["measure"]] if with_time else []),
         row["verdict"],
     ]
 
@@ -170,7 +173,8 @@ def assert_tables_show(doc: dict[str, Any], source: str, *args: str) -> tuple[st
     md_rc, md = duet("compare", source, *args, "--format", "markdown")
     term_rc, term = duet("compare", source, *args)
     assert md_rc == term_rc == 0, md + term
-    want = [cells(r, doc["settings"]["test"]) for r in doc["rows"]]
+    with_time = any(r.get("measure") == "cpu" for r in doc["rows"])
+    want = [cells(r, doc["settings"]["test"], with_time) for r in doc["rows"]]
     assert terminal_rows(term) == want
     assert markdown_rows(md) == [[*c[:-1], ICONS.get(c[-1], c[-1])] for c in want]
     return md_plain(md), term
@@ -242,8 +246,14 @@ def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
         if row["runs"]:
             assert row["pairs"] > 0 and row["ci_low"] <= row["change"] <= row["ci_high"], row
     md_text, term_text = assert_tables_show(doc, str(quickstart_results))
-    for note in doc["notes"]:
-        assert note in md_text
+    # under the table one line per kind of note names every row it applies to; the JSON
+    # has every sentence
+    kinds = [ln[2:] for ln in md_text.splitlines() if re.match(r"^- [a-z_]+: ", ln)]
+    assert len(kinds) == len({ln.split(":")[0] for ln in kinds})
+    for row in doc["rows"]:
+        for code in row["warnings"]:
+            (line,) = [ln for ln in kinds if ln.startswith(f"{code}: ")]
+            assert f"{row['benchmark']} {row['method']}" in line, (code, line)
     md = duet_in_process(
         "compare", str(quickstart_results), "--format", "markdown", "-o", str(tmp_path / "s.md")
     )
@@ -349,7 +359,7 @@ def test_no_data_rows_are_reported_in_every_format(tmp_path):
     (note,) = doc["notes"]
     assert note.startswith("b aduet: 3 of 3 runs had no iteration pair") and "m = 0.4" in note
     md, term = assert_tables_show(doc, str(path))
-    assert note in md and "3 of 3 runs" in term
+    assert "runs_lost: b aduet (3 of 3 runs)" in md and "3 of 3 runs" in term
 
 
 def test_multi_host_table_is_resampled_by_host(tmp_path):

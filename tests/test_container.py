@@ -94,7 +94,11 @@ def test_all_methods_in_containers(tmp_path: Path, image: str) -> None:
     for e in journal:
         run = run_json(root, e["run_id"])
         assert run["executor"] == "podman" and run["container"]["removed"] is True
+        # the containers' CPU time and run delay come from their cgroups, and what else ran
+        # is measured (docs/containers.md, "CPU time")
+        assert set(run["other_load"]) == {"processes", "steal"}, run
         for pair, side in run["sides"].items():
+            assert side["cpu_s"] > 0 and side["runq_s"] >= 0, (pair, side)
             assert side["iterations"] == 6 and side["clock"] == "epochrealtime"
             assert side["container"]["image"] == image and side["container"]["image_id"]
             it = read_iters(root, e["run_id"], pair)

@@ -365,3 +365,129 @@ def test_postgresql_url_everywhere(pg_server: str, tmp_path: Path, tiny_results:
     assert doc["benchmarks"] == 2
     with_env = history_json("list", env={"DUET_HISTORY": url})
     assert [e["name"] for e in with_env["experiments"]] == ["tiny"]
+
+
+SECRET = "S3cr3t-pw%41"  # percent-encoded in a URI, a literal in a key=value string
+
+
+def _with_password(url: str, form: str) -> str:
+    """``url`` (postgresql://postgres@/DB?host=SOCK) with a password, in one libpq form."""
+    rest = url.split("@/", 1)[1]
+    db, _, host = rest.partition("?host=")
+    return {
+        "query": f"{url}&password={SECRET}",
+        "userinfo": f"postgresql://postgres:{SECRET}@/{db}?host={host}",
+        "keyvalue": f"host={host} dbname={db} user=postgres password='{SECRET} x'",
+    }[form]
+
+
+@pytest.mark.parametrize("form", ["query", "userinfo", "keyvalue"])
+def test_a_postgresql_password_appears_in_no_output(
+    pg_server: str, tmp_path: Path, tiny_results: Path, form: str
+) -> None:
+    """The password of every libpq form (the server trusts, so any password connects) is in
+    no command's output, no error and no file of a built dashboard."""
+    url = _with_password(fresh_database(pg_server, "pw_" + uuid.uuid4().hex[:12]), form)
+    secrets = (SECRET, SECRET.replace("%41", "A"))
+    outputs = [duet_ok("history", "add", str(tiny_results), "--repo", url, "--versions", "v1")]
+    # every format of every reading command once (they share the location's text); the
+    # other forms through the table and the dashboard
+    formats = ("table", "json", "markdown") if form == "query" else ("table",)
+    for fmt in formats:
+        outputs.append(duet_ok("history", "list", "--repo", url, "--format", fmt))
+    if form == "query":
+        for fmt in formats:
+            outputs.append(duet_ok("history", "changes", "--repo", url, "--format", fmt))
+        outputs.append(duet_ok("history", "show", "--repo", url, "--benchmark", "ab"))
+    outputs.append(duet_ok("dashboard", "--repo", url, "-o", str(tmp_path / "site")))
+    # errors: a duplicate add, a database that does not exist, an unknown connection option
+    outputs.append(run_duet("history", "add", str(tiny_results), "--repo", url, "--versions", "v1"))
+    missing = url.replace("pw_", "nope_")
+    outputs.append(run_duet("history", "list", "--repo", missing))
+    outputs.append(
+        run_duet(
+            "history", "list", "--repo", url + ("&bogus=1" if form != "keyvalue" else " bogus=1")
+        )
+    )
+    # libpq cannot parse it and quotes the password: a bad %-escape, an unterminated quote
+    bad = url.replace(SECRET, SECRET + "%zz") if form != "keyvalue" else url.rstrip("'")
+    outputs.append(run_duet("history", "list", "--repo", bad))
+    assert [o.returncode for o in outputs[-4:]] == [2, 2, 2, 2], [o.stderr for o in outputs[-4:]]
+    for o in outputs:
+        assert "Traceback" not in o.stderr
+        for s in secrets:
+            assert s not in o.stdout + o.stderr, (o.args, o.stdout, o.stderr)
+    assert "***" in outputs[1].stdout  # the location is shown, its password hidden
+    files = [p for p in (tmp_path / "site").rglob("*") if p.is_file()]
+    assert any(p.name == ".duet-dashboard.json" for p in files) and len(files) > 4
+    for p in files:
+        data = p.read_bytes()
+        for s in secrets:
+            assert s.encode() not in data, p
+
+
+def _pg_tables(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+READ_ONLY = (
+    ("history", "list"),
+    ("history", "changes"),
+    ("history", "show", "--benchmark", "ab"),
+    ("history", "marks"),
+    ("dashboard", "-o", "SITE"),
+)
+
+
+def test_reading_commands_never_create_a_repository(
+    pg_server: str, tmp_path: Path, tiny_results: Path
+) -> None:
+    """`list`, `changes`, `show`, `marks` and `dashboard` on an empty database (PostgreSQL
+    or a 0-byte SQLite file) exit 2 and write nothing; a database holding another
+    program's tables is refused by every command, `add` included."""
+    import psycopg
+
+    empty_pg = fresh_database(pg_server, "ro_" + uuid.uuid4().hex[:12])
+    empty_file = tmp_path / "empty.sqlite"
+    empty_file.write_bytes(b"")
+    foreign = fresh_database(pg_server, "fo_" + uuid.uuid4().hex[:12])
+    with psycopg.connect(foreign, autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id integer PRIMARY KEY, name text)")
+    site = str(tmp_path / "site")
+    for repo in (empty_pg, str(empty_file), foreign):
+        for cmd in READ_ONLY:
+            r = run_duet(*[site if a == "SITE" else a for a in cmd], "--repo", repo)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (cmd, r.stderr)
+            assert ("holds no results repository" if repo != foreign else "customers") in r.stderr
+    assert _pg_tables(empty_pg) == set() and empty_file.stat().st_size == 0
+    assert not (tmp_path / "site").exists()
+    r = run_duet("history", "add", str(tiny_results), "--repo", foreign, "--versions", "v1")
+    assert r.returncode == 2 and "not a duetbench results repository" in r.stderr, r.stderr
+    assert _pg_tables(foreign) == {"customers"}
+
+
+def test_gc_removes_what_a_killed_add_left(tmp_path: Path) -> None:
+    repo = str(tmp_path / "r.sqlite")
+    paths = tables(tmp_path, 2)
+    first = start_add(repo, paths[0], "v0")
+    assert first.wait(DEADLINE_S) == 0, first.stderr.read()
+    hooks = {HOOK_STEP_ENV: "table-written", HOOK_DIR_ENV: str(tmp_path)}
+    killed = start_add(repo, paths[1], "v1", hooks)
+    wait_for(tmp_path / "table-written.reached", killed, DEADLINE_S)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(DEADLINE_S)
+    stored = sorted((tmp_path / "r.sqlite-tables").rglob("*.parquet"))
+    assert len(stored) == 2  # the first add's table, and the orphan
+    young = duet_ok("history", "gc", "--repo", repo)  # an add may be about to use it
+    assert "removed 0 unused" in young.stdout
+    old = duet_ok("history", "gc", "--repo", repo, "--min-age", "0")
+    assert "removed 1 unused stored files" in old.stdout
+    assert len(list((tmp_path / "r.sqlite-tables").rglob("*.parquet"))) == 1
+    assert [e["version_b"] for e in history_json("list", "--repo", repo)["experiments"]] == ["v0"]
+    assert len(history_json("show", "--repo", repo, "--benchmark", "parse")["series"]) >= 1

@@ -61,12 +61,14 @@ FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     )
 )
 #: The base layer: pure Python, importing only each other.
-BASE = tuple(f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "_version"))
+BASE = tuple(
+    f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "_version", "text", "files")
+)
 #: The layer of every top-level module or package (docs/architecture.md, "Packages and
 #: layers"): a module imports only modules of its own layer or below. `duetbench` is the
 #: package's __init__ (the public `load`).
 LAYERS: dict[str, int] = {
-    **dict.fromkeys(("errors", "schema", "options", "records", "_version"), 0),
+    **dict.fromkeys(("errors", "schema", "options", "records", "_version", "text", "files"), 0),
     **dict.fromkeys(("config", "plan", "store", "atomic", "sync", "noise", "parse"), 1),
     **dict.fromkeys(("execute", "hosts", "analysis"), 2),
     **dict.fromkeys(

@@ -403,3 +403,32 @@ def test_duet_run_resume_takes_the_calibration_from_the_results_directory(
     assert "--evaluations 777" in resumed.benchmarks[0].side("B").command
     fresh = prepare_experiment(exp, tmp_path / "elsewhere", resume=True)  # nothing stored there
     assert "--evaluations 777" not in fresh.benchmarks[0].side("B").command
+
+
+def test_asv_modules_that_fail_to_import_are_named_and_fail_a_gate(known: Path) -> None:
+    """docs/micro.md: a suite module is never silently dropped; --fail-on-regression fails
+    on a broken suite."""
+    (known / "asv_suite" / "benchmarks" / "broken_mod.py").write_text(
+        "import module_that_is_not_there\n\ndef time_x():\n    pass\n"
+    )
+    args = (
+        "--asv", "asv_suite/benchmarks", "--a-path", "v_a", "--b-path", "v_b",
+        "-k", "*time_work('aa', '5us')", "--runs", "1", "--samples", "3", "--method", "aduet",
+    )  # fmt: skip
+    done = micro(*args, cwd=known)
+    assert done.returncode == 0, done.stderr
+    assert "broken_mod" in done.stderr and "No module named 'module_that_is_not_there'" in (
+        done.stderr.replace("\n", " ")
+    )
+    failing = micro(*args, "--fail-on-regression", "--name", "gate", cwd=known)
+    assert failing.returncode == 1 and "failed to import" in failing.stderr, failing.stderr
+
+
+@pytest.mark.parametrize("name", ["<script>", "x$(touch X)", "dot..", "a/b", "", "x" * 101])
+def test_a_name_that_cannot_name_the_results_directory_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """--name follows the rule of a config's experiment name (it names OUTPUT/<name>)."""
+    r = micro("m:f", "--name", name, "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and "--name" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "X").exists() and not (tmp_path / "out").exists()

@@ -25,6 +25,7 @@ from duetbench.micro import (
 from duetbench.parse.micro import (
     COLUMNS,
     ERROR_FILE,
+    FORMER_COLUMNS,
     META_FILE,
     SAMPLES_FILE,
     parse_micro,
@@ -46,7 +47,8 @@ META = {
 
 def write_side(side_dir: Path, rows: list[str], meta: dict | None = META, tail: str = "\n") -> Path:
     side_dir.mkdir(parents=True, exist_ok=True)
-    text = ",".join(COLUMNS) + "\n" + "\n".join(rows) + (tail if rows else "")
+    header = COLUMNS if rows and rows[0].count(",") == len(COLUMNS) - 1 else FORMER_COLUMNS
+    text = ",".join(header) + "\n" + "\n".join(rows) + (tail if rows else "")
     (side_dir / SAMPLES_FILE).write_text(text)
     if meta is not None:
         (side_dir / META_FILE).write_text(json.dumps(meta))
@@ -283,10 +285,10 @@ def test_an_inproc_file_names_each_row_s_side_and_benchmark(tmp_path: Path) -> N
     side_dir.mkdir()
     (side_dir / META_FILE).write_text(json.dumps(meta))
     rows = [
-        f"0,warmup,{T0},{T0 + 100},100,10,A",
-        f"0,warmup,{T0 + 200},{T0 + 400},200,10,B",
-        f"1,sample,{T0 + 500},{T0 + 700},200,10,B",
-        f"1,sample,{T0 + 800},{T0 + 900},100,10,A",
+        f"0,warmup,{T0},{T0 + 100},100,10,90,10,A",
+        f"0,warmup,{T0 + 200},{T0 + 400},200,10,180,,B",
+        f"1,sample,{T0 + 500},{T0 + 700},200,10,190,10,B",
+        f"1,sample,{T0 + 800},{T0 + 900},100,10,100,0,A",
     ]
     text = ",".join((*COLUMNS, "side")) + "\n" + "\n".join(rows) + "\n"
     (side_dir / SAMPLES_FILE).write_text(text)
@@ -299,6 +301,25 @@ def test_an_inproc_file_names_each_row_s_side_and_benchmark(tmp_path: Path) -> N
         META["benchmark"]["name"],
     ]
     assert df["duration_ns"].tolist() == [10, 20, 20, 10]
+    assert df["cpu_ns"].tolist() == [9, 18, 19, 10]
     (side_dir / SAMPLES_FILE).write_text(text.replace(",B\n", ",C\n", 1))
     with pytest.raises(ResultFileError, match="unknown side 'C'"):
         parse(side_dir)
+
+
+def test_cpu_time_and_run_delay_per_evaluation(tmp_path: Path) -> None:
+    """A worker of this release writes the sample's CPU time and run delay; the table has
+    them per evaluation like duration_ns (an empty run delay: not measured)."""
+    side = write_side(
+        tmp_path,
+        [
+            f"0,sample,{T0},{T0 + 1000},1000,4,900,102",
+            f"1,sample,{T0 + 2000},{T0 + 3000},1000,4,1001,",
+        ],
+    )
+    df = parse(side)
+    assert df["cpu_ns"].tolist() == [225, 250]  # 900 / 4, 1001 / 4 half to even
+    assert df["runq_ns"].iloc[0] == 26 and pd.isna(df["runq_ns"].iloc[1])
+    bad = write_side(tmp_path / "bad", [f"0,sample,{T0},{T0 + 1000},1000,4,-5,0"])
+    with pytest.raises(ResultFileError, match="negative cpu_ns"):
+        parse(bad)

@@ -425,6 +425,26 @@ def test_budget_stops_the_samples(known: Path, tmp_path: Path) -> None:
     assert len(side_rows(tmp_path)) >= 1
 
 
+@pytest.mark.parametrize("python", PYTHONS)
+def test_samples_record_their_cpu_time_and_run_delay(
+    python: str, known: Path, tmp_path: Path
+) -> None:
+    """Around every sample the worker reads the process's CPU time and its run delay
+    (docs/statistics.md, "Beside other work: CPU time"): for a function that computes,
+    the two fill the sample's wall time however busy the machine is."""
+    done = run_worker(
+        python, "knownver:x2_100us", "--path", str(known / "v_a"), "--samples", "6",
+        "--evaluations", "20", "--warmup", "1", "--output", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = side_rows(tmp_path)
+    measured = rows.loc[~rows["filler"]]
+    assert len(measured) == 6 and measured["cpu_ns"].notna().all()
+    assert measured["runq_ns"].notna().all()  # Linux: /proc/thread-self/schedstat
+    busy = (measured["cpu_ns"] + measured["runq_ns"]) / measured["duration_ns"]
+    assert ((busy > 0.8) & (busy < 1.3)).all(), busy.tolist()
+
+
 # ------------------------------------------------------------------ errors
 
 BROKEN = """

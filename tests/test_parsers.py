@@ -197,6 +197,39 @@ def test_generic_bad_rows_name_file_and_line(
     assert str(tmp_path / "it.csv") in str(exc.value)
 
 
+def test_generic_takes_a_harness_s_cpu_time_and_run_delay(tmp_path: Path) -> None:
+    """A harness may report each iteration's CPU time and run delay (docs/parsers.md);
+    empty values are unmeasured, anything but a non-negative integer is refused."""
+    (tmp_path / "it.csv").write_text(
+        "iteration,start_ns,end_ns,cpu_ns,runq_ns\n0,100,300,150,40\n1,400,600,160,\n"
+    )
+    df = parse_generic(side(tmp_path, "it.csv"))
+    assert df["cpu_ns"].dtype == "Int64" and df["cpu_ns"].tolist() == [150, 160]
+    assert df["runq_ns"].iloc[0] == 40 and pd.isna(df["runq_ns"].iloc[1])
+    (tmp_path / "it.csv").write_text("start_ns,end_ns,cpu_ns\n100,300,lots\n")
+    with pytest.raises(ResultFileError, match="cpu_ns must be a non-negative integer") as exc:
+        parse_generic(side(tmp_path, "it.csv"))
+    assert exc.value.line == 2
+
+
+def test_builtin_harness_files_with_and_without_cpu_time(tmp_path: Path) -> None:
+    """The built-in harness writes cpu_ns and runq_ns (empty where not measured, e.g.
+    through a container engine); a file of an older release has neither."""
+    from duetbench.parse.builtin import parse_command
+
+    head = "iteration,start_ns,end_ns,duration_ns,filler,exit_code"
+    (tmp_path / "iterations.csv").write_text(
+        f"{head},cpu_ns,runq_ns\n0,10,30,20,0,0,15,4\n1,40,60,20,0,0,,\n"
+    )
+    df = parse_command(side(tmp_path))
+    assert df["cpu_ns"].tolist()[0] == 15 and pd.isna(df["cpu_ns"].iloc[1])
+    assert df["runq_ns"].dtype == "Int64"
+    (tmp_path / "iterations.csv").write_text(f"{head},cpu_ns,runq_ns\n0,10,30,20,0,0,,\n")
+    assert "cpu_ns" not in parse_command(side(tmp_path)).columns  # nothing measured
+    (tmp_path / "iterations.csv").write_text(f"{head}\n0,10,30,20,0,0\n")
+    assert list(parse_command(side(tmp_path)).columns) == head.split(",")
+
+
 # -------------------------------------------------------------- renaissance
 
 

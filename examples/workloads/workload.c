@@ -12,8 +12,13 @@
  *           lines of a 64 MiB buffer, one line per op
  * OPS         operations per iteration (time is proportional to OPS)
  * ITERATIONS  timed iterations (default 1)
- * -o FILE     write CSV "iteration,start_ns,end_ns" (CLOCK_REALTIME, ns since
- *             the epoch, iteration 0-based) to FILE
+ * -o FILE     write CSV "iteration,start_ns,end_ns,cpu_ns,runq_ns" to FILE:
+ *             start/end CLOCK_REALTIME ns since the epoch (iteration 0-based);
+ *             cpu_ns the process's CPU time in the iteration
+ *             (CLOCK_PROCESS_CPUTIME_ID), runq_ns the time it was ready to run
+ *             but waited for a CPU (the scheduler's run delay from
+ *             /proc/self/schedstat; empty where there is none): duetbench's
+ *             generic parser takes both (docs/parsers.md)
  *
  * Synchronous duet: when built with -DDUET_SYNC and duetbench's duet_sync.h
  * (the Makefile does this when it finds the header), every iteration waits for
@@ -48,6 +53,22 @@ static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* the scheduler's run delay of this thread in ns, or -1 where /proc has none */
+static int64_t runq_ns(void) {
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f) return -1;
+    unsigned long long on_cpu = 0, delay = 0;
+    int got = fscanf(f, "%llu %llu", &on_cpu, &delay);
+    fclose(f);
+    return got == 2 ? (int64_t)delay : -1;
 }
 
 /* splitmix64: deterministic generator for setup only */
@@ -240,11 +261,14 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    uint64_t *starts = NULL, *ends = NULL;
+    uint64_t *starts = NULL, *ends = NULL, *cpus = NULL;
+    int64_t *delays = NULL;
     if (outpath) {
         starts = calloc(iterations ? iterations : 1, sizeof(uint64_t));
         ends = calloc(iterations ? iterations : 1, sizeof(uint64_t));
-        if (!starts || !ends) {
+        cpus = calloc(iterations ? iterations : 1, sizeof(uint64_t));
+        delays = calloc(iterations ? iterations : 1, sizeof(int64_t));
+        if (!starts || !ends || !cpus || !delays) {
             fprintf(stderr, "workload: out of memory\n");
             return 1;
         }
@@ -258,6 +282,8 @@ int main(int argc, char **argv) {
     for (uint64_t it = 0; it < iterations; it++) {
         rc = sync_wait();
         if (rc != 0) return rc;
+        int64_t q0 = outpath ? runq_ns() : -1;
+        uint64_t c0 = outpath ? cpu_ns() : 0;
         uint64_t t0 = now_ns();
         switch (k) {
         case K_INT: ix = run_int(ops, ix); checksum ^= ix; break;
@@ -274,8 +300,12 @@ int main(int argc, char **argv) {
         sink = checksum;
         uint64_t t1 = now_ns();
         if (outpath) {
+            uint64_t c1 = cpu_ns();
+            int64_t q1 = runq_ns();
             starts[it] = t0;
             ends[it] = t1;
+            cpus[it] = c1 - c0;
+            delays[it] = (q0 >= 0 && q1 >= q0) ? q1 - q0 : -1;
         }
     }
 
@@ -287,9 +317,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "workload: cannot write %s: %s\n", outpath, strerror(errno));
             return 1;
         }
-        fprintf(f, "iteration,start_ns,end_ns\n");
-        for (uint64_t it = 0; it < iterations; it++)
-            fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", it, starts[it], ends[it]);
+        fprintf(f, "iteration,start_ns,end_ns,cpu_ns,runq_ns\n");
+        for (uint64_t it = 0; it < iterations; it++) {
+            fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", it, starts[it], ends[it],
+                    cpus[it]);
+            if (delays[it] >= 0) fprintf(f, "%" PRId64, delays[it]);
+            fputc('\n', f);
+        }
         if (fclose(f) != 0) {
             fprintf(stderr, "workload: cannot write %s: %s\n", outpath, strerror(errno));
             return 1;
@@ -300,5 +334,7 @@ int main(int argc, char **argv) {
     free(buf);
     free(starts);
     free(ends);
+    free(cpus);
+    free(delays);
     return 0;
 }

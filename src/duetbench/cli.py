@@ -5,7 +5,9 @@ Every command lives in its own module of :mod:`duetbench.commands` (listed in
 errors to exit statuses (:class:`~duetbench.errors.ExitCode`, README.md "Exit status"):
 a :class:`~duetbench.errors.DuetError` prints its message (``--debug`` or
 ``DUET_DEBUG``: its traceback) and exits with its code, Ctrl-C exits 130, a closed
-pipe 0.
+pipe 0. SIGTERM (how CI cancels a job) and SIGHUP (a closed terminal) end every command as
+Ctrl-C does (:func:`terminating_signals_interrupt`), so the cleanup of whatever phase it is
+in runs: worktrees, workers, temporary files.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ import argparse
 import importlib
 import os
 import re
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 from ._version import __version__
 from .commands import COMMANDS
 from .errors import DuetError, ExitCode
+from .text import visible
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -54,18 +61,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: signals that end duet as Ctrl-C does
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def terminating_signals_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does.
+
+    Without this they end the interpreter at once: no ``finally`` runs, so a gate left
+    its worktrees and a micro calibration its worker. With it, every phase of every
+    command cleans up as on Ctrl-C (exit 130). A signal that is ignored (``nohup``)
+    stays ignored."""
+    previous = {}
+    for sig in TERMINATING:
+        try:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread (an embedding program's worker)
+            break
+    try:
+        yield
+    finally:
+        for sig, prev in previous.items():
+            signal.signal(sig, prev)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(given)
     args.argv = given  # the command line as typed, for hints that repeat it (--resume)
     try:
-        return int(args.func(args) or 0)
+        with terminating_signals_interrupt():
+            return int(args.func(args) or 0)
     except DuetError as exc:
         if args.debug or os.environ.get("DUET_DEBUG"):
             raise
         cited = docs_hint(str(exc))
-        print(f"duet: error: {exc}" + (f" [{cited}]" if cited else ""), file=sys.stderr)
+        text = visible(str(exc), lines=True)
+        print(f"duet: error: {text}" + (f" [{cited}]" if cited else ""), file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)

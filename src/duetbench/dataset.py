@@ -46,7 +46,6 @@ class RunFlags:
 
 def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
     """:class:`RunFlags` of every (benchmark, method) with a flagged or placed usable run."""
-    from .records import leaves_out_unbalanced
     from .schema import USABLE_STATUSES
 
     runs: dict[tuple[str, str], int] = {}
@@ -69,7 +68,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         load = run.other_load_cpus
         if load is not None:
             loads.setdefault(key, []).append(load)
-        if run.unbalanced and leaves_out_unbalanced():
+        if run.unbalanced:  # left out or corrected: the analysis says which (measure.py)
             shares = run.cpu_shares
             unbalanced.setdefault(key, []).append((shares["A"], shares["B"], run.other_cpus or 0.0))
     same = {k: _same_cpus(m) for k, m in mains.items()}
@@ -125,6 +124,8 @@ class Dataset:
     run_flags: Mapping[tuple[str, str], RunFlags] = field(default_factory=dict)
     #: stops.json of an adaptive experiment (docs/adaptive.md); None for a fixed plan
     stops: Mapping[str, Any] | None = None
+    #: the config's `measure:` (docs/statistics.md, "Beside other work: CPU time")
+    measure: str = "auto"
 
     @property
     def name(self) -> str:
@@ -156,10 +157,20 @@ def open_dataset(path: str | Path) -> Dataset:
             store.hosts(),
             run_flags(store),
             store.stops(),
+            _measure(exp),
         )
     df = load(path)
     exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None
     return Dataset(df, str(path), exp_name, 0)
+
+
+def _measure(exp: Mapping[str, Any]) -> str:
+    """The config's `measure:` from experiment.json (``auto`` for older results)."""
+    from .options import MEASURES
+
+    config = exp.get("config")
+    value = config.get("measure") if isinstance(config, Mapping) else None
+    return value if value in MEASURES else "auto"
 
 
 def aa_flags(store: ResultsStore) -> dict[str, bool]:

@@ -30,6 +30,9 @@ U_TESTS = ("utest", "utest-pooled")
 _TEST_ALIASES = {"difference": "diff", "utest-thesis": "utest-pooled"}
 INTERVALS = ("t", "bca", "percentile", "studentized")
 RUN_STATS = ("auto", "median", "mean", "trimmed", "min", "means")
+#: what an iteration's time is (docs/statistics.md, "Beside other work: CPU time"): wall
+#: time, CPU time, or ``auto``: CPU time for CPU-bound sides of runs beside other work
+MEASURES = ("auto", "wall", "cpu")
 OVERLAP_RATES = ("shorter", "thesis")
 WEIGHTS = ("poisson", "uniform")
 SPANS = ("process", "iterations")
@@ -191,6 +194,10 @@ class CompareOptions:
     weights: str = "poisson"
     overlap_rate: str = DEFAULT_OVERLAP_RATE
     min_run_pairs: float = DEFAULT_MIN_RUN_PAIRS
+    measure: str = "auto"
+    #: keep duet runs whose sides got unequal CPU shares where wall time is compared
+    #: (they are left out by default: docs/statistics.md, "Notes")
+    keep_unbalanced: bool = False
 
     @classmethod
     def create(cls, **kw: object) -> CompareOptions:
@@ -223,6 +230,8 @@ class CompareOptions:
             weights=_choice(self.weights, WEIGHTS, "weights"),
             overlap_rate=check_overlap_rate(self.overlap_rate),
             min_run_pairs=check_min_run_pairs(self.min_run_pairs),
+            measure=_choice(self.measure, MEASURES, "measure"),
+            keep_unbalanced=bool(self.keep_unbalanced),
         )
 
     @property
@@ -251,6 +260,8 @@ class CompareOptions:
             "overlap_rate": self.overlap_rate,
             "min_run_pairs": float(self.min_run_pairs),
             "run_stat": self.run_stat,
+            "measure": self.measure,
+            "keep_unbalanced": bool(self.keep_unbalanced),
             "warmup": CONFIG_WARMUP if self.warmup is None else self.warmup,
             "winsorize": bool(self.winsorize),
             "seed": int(self.seed),

@@ -20,8 +20,9 @@ import pandas as pd
 
 from .atomic import write_atomic
 from .errors import DuetError, ResultFileError, ResultsDirError
+from .files import check_regular
 from .parse.registry import SideContext, get_parser
-from .records import RunRecord, SideRecord, leaves_out_unbalanced
+from .records import RunRecord, SideRecord
 from .schema import (
     COLUMN,
     CORE_COLUMNS,
@@ -73,13 +74,14 @@ def _artifacts_text(info: dict[str, Any]) -> dict[str, str]:
     return {k: (v.get("stdout", "") if isinstance(v, dict) else str(v)) for k, v in arts.items()}
 
 
-def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport:
+def process(root: str | Path) -> ProcessReport:
     """The iterations table of a results directory, and what was left out and why.
 
-    Duet runs whose sides got unequal CPU shares beside other work are left out
-    (``runs_excluded["unbalanced"]``; docs/statistics.md, "Notes") unless
-    ``keep_unbalanced`` or ``$DUET_KEEP_UNBALANCED=1`` (to see what they would have said)."""
-    keep_unbalanced = keep_unbalanced or not leaves_out_unbalanced()
+    Every usable run is in the table. Duet runs whose sides got unequal CPU shares beside
+    other work are marked (column ``unbalanced``) with what corrects them (``cpu_ns``,
+    ``runq_ns``, ``cpu_share``, ``busy_share``, ``other_cpus``): the analysis corrects
+    them where it compares CPU time and leaves them out where it compares wall time
+    (docs/statistics.md, "Beside other work: CPU time")."""
     store = ResultsStore.open(Path(root))
     exp = store.experiment()
     name = exp.get("name", store.root.name)
@@ -92,11 +94,7 @@ def process(root: str | Path, *, keep_unbalanced: bool = False) -> ProcessReport
         if run.status not in USABLE_STATUSES:
             report.runs_excluded[run.status] = report.runs_excluded.get(run.status, 0) + 1
             continue
-        # read even a run left out below: a damaged result file is reported all the same
         got = _run_frames(_RunContext(store, name, run, hosts, host_cols), parsers, report)
-        if run.unbalanced and not keep_unbalanced:  # other work took one side's CPU more
-            report.runs_excluded["unbalanced"] = report.runs_excluded.get("unbalanced", 0) + 1
-            continue
         if run.status == RunStatus.TIMEOUT:  # its finished iterations are kept (as the thesis did)
             report.runs_partial += 1
         frames.extend(got)
@@ -136,7 +134,7 @@ def _run_frames(
 def run_table(store: ResultsStore, run: RunRecord) -> pd.DataFrame | None:
     """The iterations of one finished run, as `duet process` reads them (None: nothing
     usable). The adaptive scheduler parses each run once, as it finishes."""
-    if run.status not in USABLE_STATUSES or (run.unbalanced and leaves_out_unbalanced()):
+    if run.status not in USABLE_STATUSES:
         return None
     exp = store.experiment()
     hosts = store.hosts()
@@ -246,9 +244,25 @@ def _finish_side(
     df["proc_end_ns"] = side.end_ns
     df["cpu"] = ",".join(map(str, side.cpus))
     df["other_work"] = run.beside_other_work
+    other = run.other_cpus
+    df["other_cpus"] = np.nan if other is None else other
+    df["unbalanced"] = run.unbalanced
+    df["cpu_share"], df["busy_share"] = side_shares(side)
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df
+
+
+def side_shares(side: SideRecord) -> tuple[float, float]:
+    """(CPU time, CPU time + run delay) of a side over its wall time in the run; NaN where
+    not measured (containers, older results, a run without a duration)."""
+    if side.cpu_s is None or side.start_ns is None or side.end_ns is None:
+        return np.nan, np.nan
+    wall = (side.end_ns - side.start_ns) / 1e9
+    if not wall > 0:
+        return np.nan, np.nan
+    busy = np.nan if side.runq_s is None else (side.cpu_s + side.runq_s) / wall
+    return side.cpu_s / wall, busy
 
 
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:
@@ -352,6 +366,7 @@ def load(path: str | Path) -> pd.DataFrame:
             "or an iterations table (.parquet / .csv)"
         )
     try:
+        check_regular(path)  # a FIFO would block, /dev/zero never end
         if path.suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         elif path.suffix in (".csv", ".tsv"):
@@ -361,7 +376,8 @@ def load(path: str | Path) -> pd.DataFrame:
     except DuetError:
         raise
     except Exception as exc:
-        raise ResultFileError(path, f"cannot read the table: {exc}") from None
+        why = getattr(exc, "strerror", None) or str(exc).strip() or type(exc).__name__
+        raise ResultFileError(path, f"cannot read the table: {why}") from None
     return validate_table(df, path)
 
 

@@ -81,6 +81,9 @@ class SideRecord:
     clock: str | None = None  # container executor, built-in harness: the clock it used
     #: local executor: CPU seconds of the side's workload from its go to its end
     cpu_s: float | None = None
+    #: local executor, external harness: seconds the side's processes were ready to run
+    #: but waited for a CPU (their scheduler run delay, execute/driver.py); None: unknown
+    runq_s: float | None = None
     #: local executor, shared duets: CPU -> samples of the side's running processes
     #: there (execute/cpuwatch.py); None when not watched
     ran_on: Mapping[int, int] | None = None
@@ -104,6 +107,7 @@ class SideRecord:
         "container",
         "clock",
         "cpu_s",
+        "runq_s",
         "ran_on",
     )
 
@@ -130,6 +134,8 @@ class SideRecord:
             out["clock"] = self.clock
         if self.cpu_s is not None:
             out["cpu_s"] = self.cpu_s
+        if self.runq_s is not None:
+            out["runq_s"] = self.runq_s
         if self.ran_on is not None:
             out["ran_on"] = {str(cpu): n for cpu, n in self.ran_on.items()}
         out.update(self.extra)
@@ -156,6 +162,7 @@ class SideRecord:
             container=_optional_mapping(d, "container"),
             clock=_take(d, "clock", str, None),
             cpu_s=cpu_seconds(d),
+            runq_s=cpu_seconds(d, "runq_s"),
             ran_on=_cpu_counts(d.get("ran_on")),
             extra={k: v for k, v in d.items() if k not in cls._KEYS},
         )
@@ -183,10 +190,10 @@ def _cpu_counts(v: Any) -> dict[int, int] | None:
     return out or None
 
 
-def cpu_seconds(d: Mapping[str, Any]) -> float | None:
-    """A side's ``cpu_s`` (of run.json or of a driver's result); None when absent
-    (containers, older results) or not a number."""
-    v = d.get("cpu_s")
+def cpu_seconds(d: Mapping[str, Any], key: str = "cpu_s") -> float | None:
+    """A side's ``cpu_s`` (or ``runq_s``: ``key``) of run.json or of a driver's result;
+    None when absent (containers, older results) or not a number."""
+    v = d.get(key)
     if isinstance(v, bool) or not isinstance(v, int | float) or not v == v or v < 0:
         return None
     return float(v)

@@ -102,7 +102,7 @@ VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
 
 # ---------------------------------------------------------------------- the iterations table
 
-Dtype = Literal["str", "int64", "bool"]
+Dtype = Literal["str", "int64", "Int64", "float64", "bool"]  # Int64: integers, empty allowed
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,50 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "other_work",
         "bool",
         "other work kept at least 0.25 CPU busy during the run (run.json `other_load`); "
-        "duets of such runs use the run statistic `means` under `--run-stat auto`",
+        "duets of such runs measured by wall time use the run statistic `means` under "
+        "`--run-stat auto`",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "cpu_ns",
+        "Int64",
+        "CPU time of the iteration (empty: not measured): the built-in harness's `wait4` "
+        "usage, the micro worker's process CPU time, or what a harness reports; "
+        "`--measure cpu` compares it instead of the wall time "
+        "([statistics.md](statistics.md#beside-other-work-cpu-time))",
+    ),
+    ColumnSpec(
+        "runq_ns",
+        "Int64",
+        "time the iteration was ready to run but waited for a CPU (the scheduler's run "
+        "delay; empty: not measured); with `cpu_ns` it says whether the side was CPU-bound",
+    ),
+    ColumnSpec(
+        "other_cpus",
+        "float64",
+        "CPUs other work kept busy during the run (run.json `other_load`, processes + "
+        "steal; empty: not measured)",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "cpu_share",
+        "float64",
+        "the side's CPU time over its wall time in the run (run.json `cpu_s`; empty: not "
+        "measured): the per-run correction where iterations have no `cpu_ns`",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "busy_share",
+        "float64",
+        "the side's CPU time and run delay over its wall time in the run (run.json `cpu_s`, "
+        "`runq_s`; empty: not measured): near 1 for a CPU-bound side",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "unbalanced",
+        "bool",
+        "a duet run beside other work whose sides got unequal shares of a CPU "
+        "([statistics.md](statistics.md#notes)): left out where the wall time is compared",
         reserved=True,
     ),
 )

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -282,10 +282,22 @@ class Iterations:
     unit_rank: np.ndarray  # per unit: rank in sorted key order (canonical order)
     #: bool per row: its run had other work beside it (column ``other_work``), or None
     other_work: np.ndarray | None = None
+    #: per row, the optional columns of :data:`AUX_COLUMNS` the table has (float64, NaN
+    #: where empty; ``unbalanced`` bool): what the measure choice needs (measure.py)
+    aux: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: the measure of every group once chosen (measure.MeasureChoice; None before)
+    measure: Any = None
 
     @property
     def n_units(self) -> int:
         return len(self.units)
+
+    def with_duration(self, duration: np.ndarray) -> Iterations:
+        """The same rows with other durations (e.g. CPU times: measure.py)."""
+        return replace(self, duration=duration)
+
+    def with_measure(self, choice: Any) -> Iterations:
+        return replace(self, measure=choice)
 
     def unit_method(self) -> np.ndarray:
         """Method name of every unit (object array)."""
@@ -305,6 +317,7 @@ class Iterations:
             synthetic=None if self.synthetic is None else self.synthetic[mask_or_index],
             warmup=None if self.warmup is None else self.warmup[mask_or_index],
             other_work=None if self.other_work is None else self.other_work[mask_or_index],
+            aux={k: v[mask_or_index] for k, v in self.aux.items()},
         )
 
     @cached_property
@@ -398,6 +411,7 @@ class Iterations:
         synthetic = warmup = other_work = None
         if "other_work" in df.columns:
             other_work = df["other_work"].fillna(False).to_numpy(dtype=bool)
+        aux = {c: _aux_column(df[c], c) for c in AUX_COLUMNS if c in df.columns}
         if "synthetic_ts" in df.columns:
             synthetic = df["synthetic_ts"].fillna(False).to_numpy(dtype=bool)
         if "warmup" in df.columns:
@@ -415,6 +429,7 @@ class Iterations:
                 warmup = warmup[order]
             if other_work is not None:
                 other_work = other_work[order]
+            aux = {k: v[order] for k, v in aux.items()}
         if "run" in units.columns:
             units["run"] = units["run"].astype(np.int64)
         return cls(
@@ -431,7 +446,31 @@ class Iterations:
             unit_columns=tuple(unit_cols),
             unit_rank=canonical_rank(units),
             other_work=other_work,
+            aux=aux,
         )
+
+
+#: optional per-row columns the measure choice reads (analysis/measure.py)
+AUX_COLUMNS = (
+    "cpu_ns",
+    "runq_ns",
+    "cpu_share",
+    "busy_share",
+    "other_cpus",
+    "unbalanced",
+    "proc_start_ns",
+    "proc_end_ns",
+)
+
+
+def _aux_column(col: pd.Series, name: str) -> np.ndarray:
+    """An optional column as float64 with NaN where empty (``unbalanced``: bool)."""
+    if name == "unbalanced":
+        return col.fillna(False).to_numpy(dtype=bool)
+    try:
+        return pd.to_numeric(col, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise AnalysisError(f"column {name!r} must hold numbers (or be empty)") from None
 
 
 def _stretches_sorted(keys: np.ndarray, starts: np.ndarray, iteration: np.ndarray) -> bool:

@@ -37,6 +37,7 @@ from .intervals import (
     t_interval,
     weighted_bootstrap_interval,
 )
+from .measure import measured
 from .pairing import Pairs, pair_rows
 from .ranks import GroupedSignedRank, signed_rank
 from .runvalues import RunValues, run_values, sparse_runs
@@ -131,10 +132,12 @@ def unit_extras(opts: CompareOptions) -> list[str]:
 
 
 def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
-    """Warm-up removal and optional winsorization (docs/statistics.md, "Overlaps, pairing,
-    filters: details")."""
-    keep = warmup_mask(it, opts.warmup)
-    itf = it if keep.all() else it.take(keep)
+    """Warm-up removal, the measure (wall or CPU time, per group: measure.py, which
+    also leaves out unbalanced runs where wall time is compared) and optional
+    winsorization (docs/statistics.md, "Overlaps, pairing, filters: details")."""
+    itf = measured(it, opts)  # before the warm-up: a run's CPU time covers every iteration
+    keep = warmup_mask(itf, opts.warmup)
+    itf = itf if keep.all() else itf.take(keep)
     if opts.winsorize:
         dur, _ = winsorized_durations(itf)
         itf = replace(itf, duration=dur)
@@ -190,8 +193,26 @@ def compare_iterations(
         lambda: _side_statistics(itf, gcode_u, ng),
         parallel=len(itf.duration) >= THREADED_ROWS,
     )
-    frames = [_result_table(gkeys, chs[o.value_test], sides, o, unkept) for o in each]
+    frames = [
+        _with_measure(_result_table(gkeys, chs[o.value_test], sides, o, unkept), itf.measure)
+        for o in each
+    ]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _with_measure(out: pd.DataFrame, choice: object) -> pd.DataFrame:
+    """The result table with each group's measure (measure.MeasureChoice): ``measure``
+    (wall or cpu), ``measure_reason`` (a code of measure.REASONS), ``measure_source``
+    (where the CPU time came from), ``runs_unbalanced`` (left out: wall groups) and
+    ``runs_corrected`` (unbalanced runs measured by CPU time)."""
+    if choice is None:
+        return out
+    out["measure"] = choice.measure  # type: ignore[attr-defined]
+    out["measure_reason"] = choice.reason  # type: ignore[attr-defined]
+    out["measure_source"] = choice.source  # type: ignore[attr-defined]
+    out["runs_unbalanced"] = choice.unbalanced_left_out  # type: ignore[attr-defined]
+    out["runs_corrected"] = choice.unbalanced_corrected  # type: ignore[attr-defined]
+    return out
 
 
 def unkept_overlap_share(pairs: Pairs, gcode_u: np.ndarray, ng: int) -> np.ndarray:

@@ -46,9 +46,13 @@ def paired_runs(
     run_stat: str = "median",
     warmup: int | str = 0,
     min_overlap: float = 0.4,
+    measure: str = "auto",
 ) -> PairedRuns:
-    """Pairs and run values of every run (rows marked ``warmup`` in the table are dropped)."""
-    opts = CompareOptions.create(run_stat=run_stat, warmup=warmup, min_overlap=min_overlap)
+    """Pairs and run values of every run (rows marked ``warmup`` in the table are dropped;
+    ``measure``: wall or CPU time, docs/statistics.md, "Beside other work: CPU time")."""
+    opts = CompareOptions.create(
+        run_stat=run_stat, warmup=warmup, min_overlap=min_overlap, measure=measure
+    )
     it = Iterations.from_frame(_drop_marked_warmup(df), extra_unit_columns=list(KEY))
     itf = filtered(it, opts)
     pairs = pair_rows(itf, opts.min_overlap)
@@ -72,9 +76,12 @@ def run_level_values(
     warmup: int | str = 0,
     min_overlap: float = 0.4,
     by: Sequence[str] = KEY,
+    measure: str = "auto",
 ) -> dict[tuple[object, ...], np.ndarray]:
     """Run values (log ratios) of every ``by`` group, in run order (what :func:`decide` takes)."""
-    runs = paired_runs(df, run_stat=run_stat, warmup=warmup, min_overlap=min_overlap).runs
+    runs = paired_runs(
+        df, run_stat=run_stat, warmup=warmup, min_overlap=min_overlap, measure=measure
+    ).runs
     runs = runs.sort_values([*by, "run"], kind="stable")
     return {
         (key if isinstance(key, tuple) else (key,)): grp["value"].to_numpy()

@@ -58,10 +58,12 @@ def _run_stat(x: np.ndarray, starts: np.ndarray, lens: np.ndarray, how: str) -> 
 
 
 def run_values(it: Iterations, p: Pairs, test: str, run_stat: str) -> RunValues:
-    """Summarize the pairs of every run (docs/statistics.md, "Pipeline and defaults", step 4)."""
+    """Summarize the pairs of every run (docs/statistics.md, "Pipeline and defaults", step 5)."""
     if run_stat == "auto":
         med = run_values(it, p, test, "median")
         by_means = beside_other_work(it, med.unit)
+        if it.measure is not None and len(med.unit):  # CPU time is not time-sliced
+            by_means &= ~it.measure.unit_cpu[med.unit]
         if not by_means.any():
             return RunValues(med.unit, med.value, med.a_level, med.pairs, by_means)
         means = run_values(it, p, test, "means")  # the same units, in the same order

@@ -147,9 +147,14 @@ def reasons(rows: Any) -> list[tuple[str, str, str, str]]:
 
 def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
     """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
-    lines = [f"## {outcome(title, code)}", "", table_md.strip(), ""]
-    for bench, method, verdict, why in reasons(rows):
-        lines.append(f"- **{bench}** ({method}): {verdict} -- {why}")
+    from ..report.formatting import md_heading, md_text
+
+    verdict = _OUTCOME.get(ExitCode(code), str(code))
+    lines = [f"## {md_heading(title)}: {verdict}", "", table_md.strip(), ""]
+    for bench, method, verdict_text, why in reasons(rows):
+        lines.append(
+            f"- **{md_text(bench)}** ({md_text(method)}): {verdict_text} -- {md_text(why)}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from ..options import (
     DEFAULT_MIN_OVERLAPS,
     INPROC_RUN_STAT,
     INTERVALS,
+    MEASURES,
     MICRO_RUN_STAT,
     OVERLAP_RATES,
     RUN_STATS,
@@ -68,6 +69,17 @@ def parse_threshold(text: str) -> float:
     if value < 0:
         raise DuetError("--threshold must not be negative")
     return value
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """A duration flag (``600``, ``90s``, ``10m``): seconds, from 1 ms to 30 days (the
+    config's durations, docs/config.md); zero, negative and NaN refused."""
+    from ..config.schema_models import _duration
+
+    try:
+        return float(_duration(text))
+    except ValueError as exc:
+        raise DuetError(f"{flag} {text!r}: {exc}") from None
 
 
 def parse_warmup(text: str | None) -> int | str | None:
@@ -236,6 +248,21 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
         "pairs' log ratios, or `means` (the sides' mean durations) for duets that ran beside "
         "other work; docs/statistics.md, 'Run statistics beside other work')",
     )
+    _choice(
+        p,
+        "--measure",
+        MEASURES,
+        None,
+        "what an iteration's time is: wall, cpu, or auto: CPU time for CPU-bound sides of "
+        "runs beside other work, wall time otherwise (default: the config's `measure:`, "
+        "else auto; docs/statistics.md, 'Beside other work: CPU time')",
+    )
+    p.add_argument(
+        "--keep-unbalanced",
+        action="store_true",
+        help="keep duet runs whose sides got unequal CPU shares where wall time is compared "
+        "(default: left out; docs/statistics.md, section Notes)",
+    )
     p.add_argument(
         "--warmup",
         default=None,
@@ -347,7 +374,16 @@ def compare_options(
             cluster_by=args.cluster_by,
             overlap_rate=args.overlap_rate,
             min_run_pairs=args.min_run_pairs,
+            measure=args.measure or _C.measure,
+            keep_unbalanced=args.keep_unbalanced or keeps_unbalanced_by_env(),
         )
+
+
+def keeps_unbalanced_by_env() -> bool:
+    """``$DUET_KEEP_UNBALANCED=1``: the older way to say ``--keep-unbalanced``."""
+    import os
+
+    return os.environ.get("DUET_KEEP_UNBALANCED", "") == "1"
 
 
 def evaluate_options(args: argparse.Namespace) -> EvaluateOptions:
@@ -380,6 +416,13 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
         )
 
 
-def with_seed(opts: CompareOptions, args: argparse.Namespace, seed: int) -> CompareOptions:
-    """``opts`` with the experiment's ``seed`` when the command line gave none."""
-    return opts if args.seed is not None else replace(opts, seed=seed)
+def with_seed(
+    opts: CompareOptions, args: argparse.Namespace, seed: int, measure: str | None = None
+) -> CompareOptions:
+    """``opts`` with the experiment's ``seed`` (and the config's ``measure``) where the
+    command line gave none."""
+    if args.seed is None:
+        opts = replace(opts, seed=seed)
+    if measure is not None and getattr(args, "measure", None) is None:
+        opts = replace(opts, measure=measure)
+    return opts

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+from ..text import visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,6 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="under the table, every note in full (default: one line per kind of note)",
+    )
     add_compare_options(p)
 
 
@@ -48,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     opts = compare_options(args)
     dataset = open_dataset(args.source)
-    opts = with_seed(opts, args, dataset.seed)
+    opts = with_seed(opts, args, dataset.seed, dataset.measure)
     rows, opts = compare_rows(dataset.table, opts, run_stat_given=args.run_stat is not None)
     rows = with_adaptive(rows, dataset, opts)
     if args.format == "json":
@@ -56,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         write_output(compare_markdown(verdict_table(rows, dataset, opts)), args.output)
     else:
-        print_verdicts(verdict_table(rows, dataset, opts))
+        print_verdicts(verdict_table(rows, dataset, opts), verbose=args.verbose)
     if args.fail_on_regression and (rows["verdict"] == "slower").any():
         return ExitCode.REGRESSION
     return ExitCode.OK
@@ -110,7 +117,10 @@ def render_verdicts(root: Path, fmt: str, run_stat: str | None, threshold: float
 
     dataset = open_dataset(root)
     opts = CompareOptions.create(
-        seed=dataset.seed, run_stat=run_stat or CompareOptions.run_stat, threshold=threshold
+        seed=dataset.seed,
+        run_stat=run_stat or CompareOptions.run_stat,
+        threshold=threshold,
+        measure=dataset.measure,
     )
     rows, opts = compare_rows(dataset.table, opts, run_stat_given=run_stat is not None)
     rows = with_adaptive(rows, dataset, opts)
@@ -152,10 +162,10 @@ def print_verdicts_after_run(root: Path) -> None:
         dataset = open_dataset(root)
         if dataset.table.empty:
             return
-        opts = CompareOptions(seed=dataset.seed).checked()
+        opts = CompareOptions(seed=dataset.seed, measure=dataset.measure).checked()
         rows, opts = compare_rows(dataset.table, opts, run_stat_given=False)
         rows = with_adaptive(rows, dataset, opts)
     except DuetError as exc:
-        print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
+        print(f"duet: cannot compare yet: {visible(str(exc), lines=True)}", file=sys.stderr)
         return
     print_verdicts(verdict_table(rows, dataset, opts))

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from ..dashboard import build_dashboard
     from ..report.json_docs import dumps
     from ..report.terminal import make_console
+    from ..text import visible
     from ._output import write_output
 
     summary = build_dashboard(repo_location(args), args.output, title=args.title)
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     make_console().print(
         f"{summary.benchmarks} benchmark page(s), {summary.series} series, "
         f"{summary.versions} version(s), {summary.changes} change(s) "
-        f"({summary.regressions} regression(s)) -> {summary.index}",
+        f"({summary.regressions} regression(s)) -> {visible(str(summary.index))}",
         highlight=False,
         markup=False,
     )

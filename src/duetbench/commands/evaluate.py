@@ -36,7 +36,7 @@ def evaluate_source(args: argparse.Namespace, opts: EvaluateOptions) -> tuple[Ev
     dataset = open_dataset(args.source)
     if dataset.table.empty:
         raise DuetError(f"{dataset.source}: no iterations to evaluate (did every run fail?)")
-    opts = replace(opts, compare=with_seed(opts.compare, args, dataset.seed))
+    opts = replace(opts, compare=with_seed(opts.compare, args, dataset.seed, dataset.measure))
     return evaluate(dataset.table, opts), dataset
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,12 @@ def add_tree_options(p: argparse.ArgumentParser) -> None:
         "--build",
         metavar="CMD",
         help="build command run in each checked-out tree (default: none, the trees as checked out)",
+    )
+    p.add_argument(
+        "--build-timeout",
+        metavar="TIME",
+        help="how long one build may take, e.g. 600 or 20m (default: no limit); a build "
+        "still running then is stopped (gate: exit 2; bisect: the commit is skipped)",
     )
     p.add_argument(
         "--git",
@@ -95,6 +102,15 @@ def stopped_experiment(args: argparse.Namespace, exp: Any) -> Any:
     )
 
 
+def build_timeout(args: argparse.Namespace) -> float | None:
+    """--build-timeout in seconds (None: no limit); a bad value is refused before anything
+    is checked out."""
+    from ._options import parse_duration
+
+    text = args.build_timeout
+    return None if text is None else parse_duration(text, "--build-timeout")
+
+
 def add_to_history(url: str, root: Path, a_tree: Path, b_tree: Path) -> None:
     from ..history import Repository
     from ..history.versions import version_from_git
@@ -120,14 +136,24 @@ def run(args: argparse.Namespace) -> int:
     from ..ci.gate import compare_trees, gate_name, tree_experiment
     from ..ci.trees import Trees, resolve
     from ..config import load_config
+    from ..text import visible
     from .plan import this_host_cpus
 
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
+    timeout = build_timeout(args)
     with Trees(args.git) as trees:
         base, head = resolve(trees.repo, args.base), resolve(trees.repo, args.head)
+        changed = trees.uncommitted()
+        if changed and head == resolve(trees.repo, "HEAD"):
+            print(
+                f"duet gate: note: {len(changed)} file(s) of {visible(str(trees.repo))} have "
+                f"uncommitted changes (e.g. {visible(changed[0])}); the gate measures the "
+                f"commit {head[:10]} without them. Commit them to have them measured.",
+                file=sys.stderr,
+            )
         base_tree, head_tree = trees.checkout(base, "base"), trees.checkout(head, "head")
-        trees.build(base_tree, args.build)
-        trees.build(head_tree, args.build)
+        trees.build(base_tree, args.build, timeout=timeout)
+        trees.build(head_tree, args.build, timeout=timeout)
         name = gate_name(exp.name, base, head)
         title = f"duet gate: {args.head} ({head[:10]}) against {args.base} ({base[:10]})"
         result = compare_trees(tree_experiment(exp, base_tree, head_tree, name), args.output, title)
@@ -139,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.markdown, end="")
     else:
         print_summary(title, result)
-    print(f"results: {result.root}")
+    print(f"results: {visible(str(result.root))}")
     write_step_summary(result.markdown)
     return result.exit_code
 
@@ -149,9 +175,11 @@ def print_summary(title: str, result: Any) -> None:
     (the Markdown goes to $GITHUB_STEP_SUMMARY and to --format markdown)."""
     from ..ci.gate import outcome, reasons
     from ..report.terminal import make_console, print_verdicts
+    from ..text import visible
 
     console = make_console()
-    console.print(outcome(title, result.exit_code), markup=False, highlight=False)
+    console.print(visible(outcome(title, result.exit_code)), markup=False, highlight=False)
     print_verdicts(result.table, console)
     for bench, method, verdict, why in reasons(result.rows):
-        console.print(f"  {bench} ({method}): {verdict} -- {why}", markup=False, highlight=False)
+        line = f"  {visible(bench)} ({method}): {verdict} -- {visible(why)}"
+        console.print(line, markup=False, highlight=False)

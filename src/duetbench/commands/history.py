@@ -155,6 +155,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "experiment", type=int, metavar="ID", help="the experiment's # in `duet history list`"
     )
 
+    gc = hs.add_parser(
+        "gc",
+        help="remove stored tables no experiment uses (what a killed add leaves behind)",
+    )
+    add_repo_flag(gc)
+    gc.add_argument(
+        "--min-age",
+        default="1h",
+        metavar="TIME",
+        help="leave files younger than this (an add running now may be about to use them; "
+        "default 1h; 0 when no add runs)",
+    )
+
     um = hs.add_parser("unmark", help="remove a mark (its # from `duet history marks`)")
     add_repo_flag(um)
     um.add_argument("mark", type=int, metavar="ID", help="the mark's # in `duet history marks`")
@@ -332,7 +345,19 @@ def _marks(repo: Repository, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _gc(repo: Repository, args: argparse.Namespace) -> int:
+    from ._options import parse_duration
+
+    text = str(args.min_age).strip()
+    min_age = 0.0 if text in ("0", "0s") else parse_duration(text, "--min-age")
+    removed = repo.collect_garbage(min_age_s=min_age)
+    where = "files" if repo.db.kind == "sqlite" else "tables"
+    _terminal([], f"removed {len(removed)} unused stored {where} from {repo.location}")
+    return ExitCode.OK
+
+
 _COMMANDS = {
+    "gc": _gc,
     "list": _list,
     "show": _show,
     "changes": _changes,

@@ -7,11 +7,16 @@ into a normal results directory, prints the verdict table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from ..options import RUN_STATS
-from ._options import add_format_flag, add_threshold, parse_threshold
+
+if TYPE_CHECKING:
+    from ..micro.api import MicroBenchmark
+from ..options import MEASURES, RUN_STATS
+from ._options import add_format_flag, add_threshold, parse_duration, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -26,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples: duet micro 'mymod:parse' --a-python envA/bin/python --b-python "
         "envB/bin/python | duet micro bench_parse.py --a-path ./old-src --b-path ./src | "
         "duet micro --asv benchmarks/ -k parse | duet micro --a 'mymod:parse_v1' --b "
-        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression with --fail-on-regression; "
+        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression (or a suite module that fails to "
+        "import) with --fail-on-regression; "
         "2 usage, import or setup error (before any run); 4 some runs failed; 130 "
         "interrupted (--resume continues)",
     )
@@ -93,6 +99,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep each side on its own CPU for a whole run (default: the two sides swap "
         "CPUs every 50 samples, docs/micro.md, 'Placement')",
     )
+    p.add_argument(
+        "--cpus",
+        choices=["pinned", "shared"],
+        default="pinned",
+        help="placement of duet sides: pinned (default: each side its own CPU, swapped "
+        "every 50 samples) or shared (the scheduler's choice; docs/micro.md, 'Placement')",
+    )
     p.add_argument("--name", default="micro", help="experiment name (default: micro)")
     p.add_argument("--seed", type=int, default=0, help="seed of the plan (default 0)")
     p.add_argument(
@@ -113,21 +126,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how a run's samples are summarized (default for micro benchmarks: min, "
         "docs/micro.md, 'Statistics')",
     )
+    p.add_argument(
+        "--measure",
+        choices=list(MEASURES),
+        default="auto",
+        help="what a sample's time is: wall, cpu, or auto (default): the samples' CPU time "
+        "where other work time-sliced the sides (docs/statistics.md, 'Beside other work: "
+        "CPU time')",
+    )
     add_threshold(p)
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
-
-
-def _seconds(text: str, flag: str) -> float:
-    from ..config.schema_models import _duration
-    from ..errors import DuetError
-
-    try:
-        return float(_duration(text))
-    except ValueError as exc:
-        raise DuetError(f"{flag} {text!r}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,13 +162,14 @@ def run(args: argparse.Namespace) -> int:
         b_paths=args.b_path,
         pattern=args.pattern,
         methods=args.method,
-        budget_s=_seconds(args.budget, "--budget"),
+        budget_s=parse_duration(args.budget, "--budget"),
         runs=args.runs,
         samples=args.samples,
         warmup=args.warmup_samples,
-        min_sample_s=_seconds(args.min_sample_time, "--min-sample-time"),
+        min_sample_s=parse_duration(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
         cpu_swap=args.cpu_swap,
+        cpus=args.cpus,
         name=args.name,
         seed=args.seed,
     )
@@ -165,18 +177,46 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:  # the calibration of the interrupted experiment, not a new one
         store = ResultsStore(args.output.resolve() / request.name)
         stored = store.micro_calibrations() if store.has_experiment() else None
-    exp = build_experiment(request, stored=stored)
+    skipped: list[tuple[str, MicroBenchmark]] = []
+    exp = build_experiment(request, stored=stored, skipped=skipped)
+    exp = dataclasses.replace(exp, measure=args.measure)
     observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
     regression = render_verdicts(summary.root, args.format, args.run_stat, threshold)
+    broken = print_skipped(skipped, verbose=args.verbose)
     bad = runs_not_ok(summary.root, exp, None)
     if bad:
         from ..report.progress import print_runs_not_ok
 
         print_runs_not_ok(observer.console, summary.root, bad)
         return ExitCode.RUNS_FAILED
-    if args.fail_on_regression and regression:
+    if args.fail_on_regression and (regression or broken):
         return ExitCode.REGRESSION
     return ExitCode.OK
+
+
+def print_skipped(skipped: list[tuple[str, MicroBenchmark]], *, verbose: bool) -> int:
+    """Say which benchmarks were left out and why, on stderr: modules of a suite that failed
+    to import always (docs/micro.md: never silently dropped), the ones skipped by design
+    (asv ``mem_*``, ...) with ``-v``. Returns how many failed."""
+    from ..report.formatting import rich_text
+    from ..report.terminal import make_console
+
+    console = make_console(stderr=True)
+    failed = [(p, b) for p, b in skipped if b.failed]
+    for pair, b in skipped if verbose else failed:
+        label = "problem:" if b.failed else "skipped:"
+        console.print(
+            f"[yellow]{label}[/] {rich_text(b.name)} (side {pair}) not measured: "
+            f"{rich_text(b.skip_reason)}",
+            highlight=False,
+        )
+    if failed:
+        console.print(
+            f"[yellow]problem:[/] {len(failed)} module(s) of the suite failed to import, so "
+            "their benchmarks were not measured; with --fail-on-regression this fails (exit 1)",
+            highlight=False,
+        )
+    return len(failed)

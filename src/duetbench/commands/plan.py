@@ -92,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if args.precision or args.detect or args.source:
         return forecast_command(args, exp)
     plan = make_plan(exp, split_only(args.only))
-    if args.format == "json":
-        print(json.dumps([r.to_dict() for r in plan], indent=2))
+    if args.format == "json":  # one run per line: json's fast encoder (indent is pure Python)
+        runs = ",\n".join(json.dumps(r.to_dict()) for r in plan)
+        print(f"[\n{runs}\n]" if plan else "[]")
         return 0
     print_titled(plan_table(exp, plan), make_console())
     return 0

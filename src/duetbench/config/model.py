@@ -137,6 +137,9 @@ class Experiment:
     hosts: tuple[tuple[str, Any], ...] = ()  # host requirements (cluster)
     source: str = ""  # the config file
     format: str = "native"  # native | thesis
+    #: the analysis's default measure: auto | wall | cpu; `duet compare --measure`
+    #: overrides it (docs/statistics.md, "Beside other work: CPU time")
+    measure: str = "auto"
 
     def benchmark(self, name: str) -> Benchmark:
         for b in self.benchmarks:

@@ -65,6 +65,7 @@ def load_native(doc: LocatedYaml) -> Experiment:
         hosts=_host_requirements(exp),
         source=str(doc.file),
         format="native",
+        measure=exp.measure,
     )
 
 

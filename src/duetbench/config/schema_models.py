@@ -323,6 +323,8 @@ class NativeExperiment(_Strict):
     hosts: NativeHosts | None = None
     stop: dict[str, Any] | None = None  # checked by config/stop.py
     methods: Literal["auto"] | None = None  # docs/adaptive.md, "Choosing the method"
+    #: what an iteration's time is (docs/statistics.md, "Beside other work: CPU time")
+    measure: Literal["auto", "wall", "cpu"] = "auto"
 
 
 class NativeConfig(_Strict):

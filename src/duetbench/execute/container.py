@@ -65,7 +65,7 @@ from .container_engine import (
     tail,
 )
 from .driver import substitute_sync_dir
-from .hang import CgroupCpu, CpuProbe
+from .hang import CgroupCpu, CpuProbe, GroupDelay
 from .local import (
     LocalExecutor,
     ReadyTimeout,
@@ -96,6 +96,10 @@ class _RunState:
     workdirs: dict[str, str] = field(default_factory=dict)  # pair -> working dir inside
     start_errors: dict[str, str] = field(default_factory=dict)
     init_pids: dict[str, int] = field(default_factory=dict)  # pair -> host pid of pid 1
+    #: pair -> the CPU time of the container's cgroup, counted from before the go
+    usage: dict[str, CgroupCpu] = field(default_factory=dict)
+    #: pair -> the run delay of the container's threads, from before the go
+    delays: dict[str, GroupDelay] = field(default_factory=dict)
     cleanup_error: str = ""
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -114,13 +118,35 @@ def _package_file(name: str, package: str = __package__ or "duetbench.execute") 
 class ContainerExecutor(LocalExecutor):
     """Runs each side of a RunSpec in its own docker/podman container (see the module doc)."""
 
-    # the sides run under the engine's conmon, not as this process's children: their CPU
-    # time would count as other processes' (execute/loadwatch.py)
-    measures_other_load = False
+    def side_cpu(
+        self, spec: RunSpec, name: str, res: dict[str, Any], key: str = "cpu_s"
+    ) -> float | None:
+        """The CPU seconds of the side's container (its cgroup) since before the go, or
+        (``runq_s``) its threads' run delay, sampled while it ran; the driver's children
+        are the engine's client, not the workload (docs/containers.md, "CPU time")."""
+        st = self._runs.get(spec.run_id)
+        if st is None:
+            return None
+        if key == "runq_s":
+            delay = st.delays.get(name)
+            return delay.seconds() if delay is not None else None
+        probe = st.usage.get(name)
+        value = probe.cpu_seconds() if probe is not None else None
+        return None if value is None else round(max(0.0, value), 6)
 
-    def side_cpu(self, res: dict[str, Any]) -> float | None:
-        """None: the driver's children are the engine's client, not the workload."""
-        return None
+    def tick(self, spec: RunSpec) -> None:
+        """While the sides run: a look at their containers' threads' run delay."""
+        st = self._runs.get(spec.run_id)
+        for delay in st.delays.values() if st is not None else ():
+            delay.tick()
+
+    def foreign_cpu(self, spec: RunSpec) -> float:
+        """The sides' containers' CPU seconds since before the go: they run under the
+        engine's conmon, not as this process's children, and are not other work."""
+        st = self._runs.get(spec.run_id)
+        if st is None:
+            return 0.0
+        return sum(max(0.0, p.cpu_seconds() or 0.0) for p in st.usage.values())
 
     def __init__(
         self,
@@ -382,12 +408,17 @@ class ContainerExecutor(LocalExecutor):
                 if res.returncode != 0:
                     st.start_errors[pair] = tail(res.stderr, 800) + engine_hint(res.stderr)
             st.timings["start_s"] = round(time.monotonic() - t0, 3)
-        if spec.hang_timeout:
-            self._find_init_pids(st)
+        self._find_init_pids(st)
+        for pair, pid in st.init_pids.items():  # counted from here: every container is up
+            probe = CgroupCpu.of_process(pid)
+            if probe is not None and probe.cpu_seconds() is not None:
+                st.usage[pair] = probe
+                st.delays[pair] = GroupDelay(probe)
+                st.delays[pair].tick(force=True)
 
     def _find_init_pids(self, st: _RunState) -> None:
-        """The host pid of every started container's pid 1: hang detection reads the CPU
-        time of its cgroup (execute/hang.py). Asked once, before the go."""
+        """The host pid of every started container's pid 1: hang detection and the sides'
+        CPU time read its cgroup (execute/hang.py). Asked once, before the go."""
         pairs = [p for p in st.names if p not in st.start_errors]
         if not pairs:
             return

@@ -8,11 +8,23 @@ directory and exits (0 ok, 1 the workload failed, 3 the parent is gone,
 143 terminated).
 
 Built-in harness (``harness == "command"``): runs the command once per
-iteration and appends ``iteration,start_ns,end_ns,duration_ns,filler,exit_code``
-to ``iterations.csv`` (flushed per row, so a timeout keeps what was measured).
-start/end are ``time.time_ns()``; the duration is from ``time.perf_counter_ns()``.
+iteration and appends ``iteration,start_ns,end_ns,duration_ns,filler,exit_code,
+cpu_ns,runq_ns`` to ``iterations.csv`` (flushed per row, so a timeout keeps what was
+measured). start/end are ``time.time_ns()``; the duration is from
+``time.perf_counter_ns()``. ``cpu_ns`` is the CPU time (user + system) of the
+iteration's process and of every process it waited for (``wait4``'s resource usage),
+and the driver's own while it started and reaped it;
+``runq_ns`` the time the iteration was ready to run but waited for a CPU: the
+process's scheduler run delay (``/proc/<pid>/schedstat``, read before it is reaped)
+plus the driver's own while it started and reaped it (both empty where not measured:
+a command run through ``exec_prefix`` -- containers --, or no ``/proc``). With them
+the analysis can take out what other work on the host did to the wall time
+(docs/statistics.md, "Beside other work: CPU time").
 Under sduet every iteration first passes the sync handshake (duetbench.sync).
-External harness: runs the command once; the harness loops by itself.
+External harness: runs the command once; the harness loops by itself. The driver
+then follows the run delay of the harness's processes (``runq_s`` in the result,
+sampled every ``RUNQ_PERIOD`` seconds from ``/proc``), which says with ``cpu_s``
+whether the side was CPU-bound.
 
 Optional keys, used by the container executor (absent for local runs):
 - ``exec_prefix`` is also put before ``setup`` and ``teardown`` (they run where
@@ -47,6 +59,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -289,6 +302,55 @@ def _spawn(
         state.child = None
 
 
+def schedstat(path: str) -> tuple[int, int] | None:
+    """(CPU ns, run delay ns) of a task from its ``schedstat`` file (None: unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            fields = f.read(128).split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_OWN_SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def _spawn_measured(
+    state: _State, argv: list[str], cwd: str, env: dict[str, str], out: Any, err: Any
+) -> tuple[int, int | None, int | None]:
+    """Run one iteration's command: (exit status, CPU ns, run delay ns).
+
+    The child is waited for without being reaped first (``waitid(WNOWAIT)``), so its
+    ``/proc/<pid>/schedstat`` can still be read; ``wait4`` then reaps it with its
+    resource usage. Both counts include the driver's own CPU time and run delay while it
+    started and reaped the child: they are part of the iteration's wall time, so for a
+    CPU-bound command CPU time + run delay is the wall time."""
+    own_before = schedstat(_OWN_SCHEDSTAT)
+    child = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL
+    )
+    state.child = child
+    try:
+        delay: int | None = None
+        try:
+            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+            got = schedstat(f"/proc/{child.pid}/schedstat")
+            delay = None if got is None else got[1]
+        except (OSError, AttributeError):  # no waitid (not Linux): no run delay
+            pass
+        _pid, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        state.child = None
+    cpu = round((usage.ru_utime + usage.ru_stime) * 1e9)
+    own_after = schedstat(_OWN_SCHEDSTAT)
+    if own_before is not None and own_after is not None:
+        cpu += max(0, own_after[0] - own_before[0])
+        if delay is not None:
+            delay += max(0, own_after[1] - own_before[1])
+    return child.returncode, cpu, delay
+
+
 def _builtin(
     spec: dict[str, Any],
     state: _State,
@@ -317,8 +379,10 @@ def _builtin(
 
     peer_done = Path(spec["peer_done_file"]) if spec.get("peer_done_file") else None
     busy = bool(spec.get("busy_shorter_side")) and peer_done is not None
+    # through a prefix (a container engine's client) the child is not the workload
+    measured = not prefix
     csv = open(Path(spec["side_dir"]) / "iterations.csv", "a", buffering=1)
-    csv.write("iteration,start_ns,end_ns,duration_ns,filler,exit_code\n")
+    csv.write("iteration,start_ns,end_ns,duration_ns,filler,exit_code,cpu_ns,runq_ns\n")
     t_begin = time.perf_counter_ns()
     i = 0
     try:
@@ -341,9 +405,13 @@ def _builtin(
             env["DUET_ITERATION"] = str(i)
             start = time.time_ns()
             t0 = time.perf_counter_ns()
-            rc = _spawn(state, argv, cwd, env, out, err)
+            if measured:
+                rc, cpu, delay = _spawn_measured(state, argv, cwd, env, out, err)
+            else:
+                rc, cpu, delay = _spawn(state, argv, cwd, env, out, err), None, None
             t1 = time.perf_counter_ns()
-            csv.write(f"{i},{start},{start + (t1 - t0)},{t1 - t0},{int(filler)},{rc}\n")
+            extra = f"{'' if cpu is None else cpu},{'' if delay is None else delay}"
+            csv.write(f"{i},{start},{start + (t1 - t0)},{t1 - t0},{int(filler)},{rc},{extra}\n")
             if rc != 0:
                 if state.stopping:
                     break
@@ -381,11 +449,79 @@ def _external(
         path = env.get("PYTHONPATH")
         env = {**env, "PYTHONPATH": spec["pyperf_shim"] + (os.pathsep + path if path else "")}
     argv = prefix + ["/bin/sh", "-c", command]
-    rc = _spawn(state, argv, cwd, env, out, err)
+    watch = None if prefix else TreeDelay(os.getpid())
+    if watch is not None:
+        watch.start()
+    try:
+        rc = _spawn(state, argv, cwd, env, out, err)
+    finally:
+        if watch is not None:
+            result["runq_s"] = watch.finish()
     if state.stopping:
         raise SystemExit(143)
     if rc != 0:
         result.update(status="failed", exit_code=rc, message=f"harness exited with {rc}")
+
+
+#: seconds between two looks at the run delay of an external harness's processes
+RUNQ_PERIOD = 0.1
+
+
+class TreeDelay(threading.Thread):
+    """The scheduler run delay of every task of the driver's descendants, summed.
+
+    Every ``period`` seconds the descendants are found through
+    ``/proc/<pid>/task/<tid>/children`` and each of their tasks' ``schedstat`` is read;
+    the last value seen per task counts, so a task that ends loses at most one
+    period of its delay. :meth:`finish` returns the seconds (None where ``/proc`` has
+    no such files)."""
+
+    def __init__(self, root: int, period: float = RUNQ_PERIOD) -> None:
+        super().__init__(daemon=True)
+        self.root, self.period = root, period
+        self.seen: dict[tuple[int, str], int] = {}
+        self.readable = False
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.period):
+            self.sample()
+
+    def finish(self) -> float | None:
+        self._stop_event.set()
+        self.join(timeout=5)
+        return round(sum(self.seen.values()) / 1e9, 6) if self.readable else None
+
+    def sample(self) -> None:
+        for pid in self._descendants():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                got = schedstat(f"/proc/{pid}/task/{tid}/schedstat")
+                if got is not None:
+                    self.readable = True
+                    self.seen[(pid, tid)] = got[1]
+
+    def _descendants(self) -> list[int]:
+        out: list[int] = []
+        todo = [self.root]
+        while todo:
+            pid = todo.pop()
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                        kids = [int(x) for x in f.read().split()]
+                except (OSError, ValueError):
+                    continue
+                out.extend(kids)
+                todo.extend(kids)
+        return out
 
 
 class _Gated:

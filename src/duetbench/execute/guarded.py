@@ -194,9 +194,10 @@ class _Kept:
 class Captured:
     """What a command printed (decoded, bounded) and how it ended."""
 
-    returncode: int | None  # None: it did not end by itself within the timeout
+    returncode: int | None  # None: stopped (the timeout, or idle for ``idle_limit``)
     stdout: str
     stderr: str
+    idle: bool = False  # stopped because it used (almost) no CPU for ``idle_limit`` s
 
     @property
     def timed_out(self) -> bool:
@@ -214,12 +215,17 @@ def run_captured(
     stderr_limit: int = 2000,
     keep_stdout: str = "head",
     grace: float = GUARD_GRACE,
+    idle_limit: float | None = None,
 ) -> Captured:
     """Run a guarded command to its end (or ``timeout``); stop whatever it left running.
 
-    Any exception while it runs (Ctrl-C, SIGTERM of duet run) stops its process group and
-    is raised again.
+    ``idle_limit``: also stop it once its process tree has used less than 1 % of a CPU
+    for that many seconds (the hang detection of runs, ``hang.py``: a sleep, a deadlock,
+    a stopped process). Any exception while it runs (Ctrl-C, SIGTERM of duet) stops its
+    process group and is raised again.
     """
+    from .hang import HangWatch, ProcessTreeCpu
+
     g = Guarded(
         argv,
         cwd=cwd,
@@ -233,7 +239,11 @@ def run_captured(
     if g.proc.stderr is not None:
         streams[g.proc.stderr.fileno()] = err
     deadline = None if timeout is None else time.monotonic() + timeout
+    watch = None
+    if idle_limit is not None:
+        watch = HangWatch(idle_limit, {"cmd": ProcessTreeCpu(g.pid)}, time.monotonic())
     rc: int | None = None
+    idle = False
     try:
         drain_until = None
         while streams:
@@ -244,6 +254,9 @@ def run_captured(
                     drain_until = now + 0.5
             if deadline is not None and rc is None and now >= deadline:
                 break
+            if watch is not None and rc is None and watch.due(now) and watch.check(now, ["cmd"]):
+                idle = True
+                break
             if drain_until is not None and now >= drain_until:
                 break
             ready, _, _ = select.select(list(streams), [], [], 0.05)
@@ -253,11 +266,10 @@ def run_captured(
                     streams[fd].add(chunk)
                 else:
                     del streams[fd]
-        if rc is None and deadline is None:
-            rc = g.proc.wait()
-        elif rc is None:
+        if rc is None and not idle:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                rc = g.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                rc = g.proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
                 rc = None
     finally:
@@ -265,4 +277,4 @@ def run_captured(
         for f in (g.proc.stdout, g.proc.stderr):
             if f is not None:
                 f.close()
-    return Captured(rc, out.text(), err.text())
+    return Captured(rc, out.text(), err.text(), idle)

@@ -22,6 +22,7 @@ executor samples every side about once a second while the run goes on.
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -210,6 +211,51 @@ class CgroupCpu:
         if self.first is None:
             self.first = value
         return value - self.first
+
+    def threads(self) -> list[str]:
+        """The thread ids in the group now (v1 ``tasks``, v2 ``cgroup.threads``)."""
+        name = "tasks" if self.key is None else "cgroup.threads"
+        try:
+            return (self.usage_file.parent / name).read_text().split()
+        except OSError:
+            return []
+
+
+class GroupDelay:
+    """The scheduler run delay of a control group's threads, summed: every ``period``
+    seconds (:meth:`tick`) each thread's ``/proc/<tid>/schedstat`` is read and the last
+    value seen per thread counts (a thread that ends loses at most one period of it).
+    The container executor's measure of a side's time waiting for a CPU (``runq_s``)."""
+
+    def __init__(self, group: CgroupCpu, period: float = 0.1) -> None:
+        self.group, self.period = group, period
+        self.seen: dict[str, int] = {}
+        self.base: dict[str, int] | None = None  # the threads' delays at the first look
+        self.readable = False
+        self._next = 0.0
+
+    def tick(self, now: float | None = None, *, force: bool = False) -> None:
+        now = time.monotonic() if now is None else now
+        if now < self._next and not force:
+            return
+        self._next = now + self.period
+        for tid in self.group.threads():
+            try:
+                with open(f"/proc/{tid}/schedstat", "rb") as f:
+                    delay = int(f.read(128).split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            self.readable = True
+            self.seen[tid] = delay
+        if self.base is None:
+            self.base = dict(self.seen)
+
+    def seconds(self) -> float | None:
+        """The summed run delay since the first look (None: nothing could be read)."""
+        if not self.readable:
+            return None
+        base = self.base or {}
+        return round(sum(max(0, v - base.get(t, 0)) for t, v in self.seen.items()) / 1e9, 6)
 
 
 @dataclass(frozen=True)

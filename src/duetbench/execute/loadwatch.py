@@ -11,8 +11,8 @@ run.json: ``processes`` (CPUs other processes kept busy) and ``steal`` (CPUs the
 hypervisor took). ``duet compare`` notes a benchmark whose runs had much of either
 (report/notes.py, docs/statistics.md, "Notes").
 
-Only the local executor measures it: container sides are not this process's children,
-so their CPU time would count as someone else's.
+Container sides are not this process's children: the container executor subtracts
+their containers' CPU time (their cgroups) as well.
 """
 
 from __future__ import annotations
@@ -74,13 +74,15 @@ class LoadWatch:
             return None
         return cls(host, own_cpu_seconds(), time.monotonic())
 
-    def finish(self) -> dict[str, float] | None:
-        """``{"processes": CPUs, "steal": CPUs}`` averaged over the run (None: unknown)."""
+    def finish(self, foreign: float = 0.0) -> dict[str, float] | None:
+        """``{"processes": CPUs, "steal": CPUs}`` averaged over the run (None: unknown);
+        ``foreign``: CPU seconds of the run's own sides that are not this process's
+        children (containers: their cgroups), which are not other work."""
         host = host_cpu_seconds()
         wall = time.monotonic() - self.wall
         if host is None or wall <= 0:
             return None
         busy = host[0] - self.host[0]
-        others = max(0.0, busy - (own_cpu_seconds() - self.own))
+        others = max(0.0, busy - (own_cpu_seconds() - self.own) - foreign)
         steal = max(0.0, host[1] - self.host[1])
         return {"processes": round(others / wall, 3), "steal": round(steal / wall, 3)}

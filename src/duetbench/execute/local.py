@@ -220,7 +220,9 @@ class LocalExecutor:
             watch = self._hang_watch(spec, drivers)
             if spec.is_duet and placement.kind == SHARED:
                 cpu_watch = CpuWatch({name: proc.pid for name, proc in drivers.items()})
-            stopped = self._wait(drivers, deadline, coordinator, side_info, watch, cpu_watch)
+            stopped = self._wait(
+                drivers, deadline, coordinator, side_info, watch, cpu_watch, lambda: self.tick(spec)
+            )
             if stopped == RunStatus.TIMEOUT:
                 status = RunStatus.TIMEOUT
                 message = f"timeout after {spec.timeout:g} s; both sides stopped"
@@ -244,7 +246,12 @@ class LocalExecutor:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     pass
-            other_load = load.finish() if load is not None else None
+            other_load = None
+            if load is not None:
+                try:
+                    other_load = load.finish(self.foreign_cpu(spec))
+                except Exception:  # a measurement must never lose the run
+                    other_load = None
             if coordinator is not None:
                 sync = {"go_count": len(coordinator.go_times_ns)}
                 coordinator.close()
@@ -347,9 +354,21 @@ class LocalExecutor:
         finally:
             driver_err.close()
 
-    def side_cpu(self, res: dict[str, Any]) -> float | None:
-        """The side's CPU seconds from its driver's result (None: not measured)."""
-        return cpu_seconds(res)
+    def side_cpu(
+        self, spec: RunSpec, name: str, res: dict[str, Any], key: str = "cpu_s"
+    ) -> float | None:
+        """Side ``name``'s CPU seconds (``runq_s``: seconds waiting for a CPU) from its
+        driver's result (None: not measured)."""
+        return cpu_seconds(res, key)
+
+    def tick(self, spec: RunSpec) -> None:
+        """Called every 10 ms while the sides run (the container executor samples its
+        containers' run delay here); nothing for local sides: each driver follows its own."""
+
+    def foreign_cpu(self, spec: RunSpec) -> float:
+        """CPU seconds of the run's sides that are not this process's children (and so
+        would count as other work, execute/loadwatch.py): none for local sides."""
+        return 0.0
 
     def cpu_probe(
         self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
@@ -374,12 +393,15 @@ class LocalExecutor:
         side_info: dict[str, dict[str, Any]],
         watch: HangWatch | None = None,
         cpu_watch: CpuWatch | None = None,
+        tick: Callable[[], None] | None = None,
     ) -> str | None:
         """Wait for every side to end; RunStatus.TIMEOUT or the hung message when stopped early."""
         pending = dict(drivers)
         while pending:
             if cpu_watch is not None:
                 cpu_watch.tick()
+            if tick is not None:
+                tick()
             for name, proc in list(pending.items()):
                 if proc.poll() is not None:
                     side_info[name]["exit_ns"] = time.time_ns()
@@ -468,7 +490,8 @@ class LocalExecutor:
                 driver_exit=rc,
                 iterations=res.get("iterations"),
                 filler=res.get("filler", 0),
-                cpu_s=self.side_cpu(res),
+                cpu_s=self.side_cpu(spec, side.name, res),
+                runq_s=self.side_cpu(spec, side.name, res, "runq_s"),
                 ran_on=info.get("ran_on"),
                 message=message,
                 result_files=tuple(collected),

@@ -17,7 +17,12 @@ then warm-up samples and samples -- under a synchronous duet (``DUET_SYNC_DIR``
 set) each after one handshake -- until ``--samples`` or ``--budget``; then the
 teardown. Every sample is one row of ``micro-samples.csv`` in the output
 directory (``--output``, default ``$DUET_OUTPUT_DIR``), flushed as it is
-written; ``micro-meta.json`` holds the calibration and the interpreter.
+written: its wall time (``total_ns``, ``perf_counter_ns``), and around it the
+process's CPU time (``cpu_ns``) and the time the worker was ready to run but
+waited for a CPU (``runq_ns``, its scheduler run delay from
+``/proc/thread-self/schedstat``; empty where there is none), so that the analysis
+can take out what other work on the host did to the wall time; ``micro-meta.json``
+holds the calibration and the interpreter.
 Nothing is printed on stdout except the JSON of ``--list`` and
 ``--calibrate-only`` (the user's prints go to stderr).
 
@@ -45,7 +50,7 @@ FORMAT_VERSION = 1
 SAMPLES_FILE = "micro-samples.csv"
 META_FILE = "micro-meta.json"
 ERROR_FILE = "micro-error.json"
-COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations")
+COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations", "cpu_ns", "runq_ns")
 #: in-process pairs (``--pair-target``): every row also names its side
 PAIRED_COLUMNS = COLUMNS + ("side",)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HANDSHAKE, EXIT_SKIPPED = 0, 1, 2, 3, 4
@@ -195,6 +200,37 @@ class _Alarm:
         raise Timeout(f"took longer than the benchmark's timeout of {self.seconds:g} s")
 
 
+class CpuClock:
+    """The process's CPU time and this thread's scheduler run delay, read around a sample
+    (outside its timed part). The run delay comes from ``/proc/thread-self/schedstat``,
+    kept open and re-read with ``pread`` (about 1 us); None where it does not exist."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        try:
+            self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except (OSError, AttributeError):
+            self.fd = None
+
+    def read(self) -> tuple[int, int | None]:
+        """(CPU ns of the process, run delay ns of this thread or None)."""
+        delay = None
+        if self.fd is not None:
+            try:
+                delay = int(os.pread(self.fd, 128, 0).split()[1])
+            except (OSError, ValueError, IndexError):
+                delay = None
+        return time.process_time_ns(), delay
+
+    @staticmethod
+    def spent(before: tuple[int, int | None], after: tuple[int, int | None]) -> tuple[int, Any]:
+        """(CPU ns, run delay ns or None) between two reads."""
+        delay = None
+        if before[1] is not None and after[1] is not None:
+            delay = max(0, after[1] - before[1])
+        return max(0, after[0] - before[0]), delay
+
+
 class _Samples:
     """micro-samples.csv, one row per sample, flushed per row (``paired``: with the side)."""
 
@@ -204,12 +240,20 @@ class _Samples:
         self.index: dict[str, int] = {}
 
     def row(
-        self, phase: str, start_ns: int, total_ns: int, evaluations: int, side: str = ""
+        self,
+        phase: str,
+        start_ns: int,
+        total_ns: int,
+        evaluations: int,
+        side: str = "",
+        spent: tuple[int, Any] | None = None,
     ) -> None:
         end_ns = start_ns + total_ns
         index = self.index.get(side, 0)
         self.index[side] = index + 1
-        text = f"{index},{phase},{start_ns},{end_ns},{total_ns},{evaluations}"
+        cpu, delay = spent if spent is not None else ("", None)
+        text = f"{index},{phase},{start_ns},{end_ns},{total_ns},{evaluations},{cpu},"
+        text += "" if delay is None else str(delay)
         self.file.write(text + (f",{side}\n" if side else "\n"))
 
     def close(self) -> None:
@@ -357,8 +401,11 @@ def _measure(
     samples = None if args.calibrate_only else _Samples(ctx.output)
     fn = prepared.fn
 
+    clock = CpuClock()
+
     def sampler(f: Any, k: int) -> int:
         start = time.time_ns()
+        before = clock.read()
         try:
             with _Alarm(timeout):
                 elapsed = cal_mod.time_sample(f, k, time.perf_counter_ns, disable_gc)
@@ -367,7 +414,7 @@ def _measure(
                 raise
             raise discovery.UserCodeFailure("calibration", exc) from exc
         if f is fn and samples is not None:
-            samples.row("calibration", start, elapsed, k)
+            samples.row("calibration", start, elapsed, k, spent=clock.spent(before, clock.read()))
         return elapsed
 
     calibration = cal_mod.calibrate_callable(
@@ -426,6 +473,7 @@ def _sample_loop(
     budget_ns = None if args.budget is None else round(args.budget * 1e9)
     disable_gc = not args.keep_gc
     clock = time.perf_counter_ns
+    cpu_clock = CpuClock()
     begin = None
     measured = warmed = 0
     while True:
@@ -442,6 +490,7 @@ def _sample_loop(
         if not warmup and begin is None:
             begin = clock()
         start = time.time_ns()
+        before = cpu_clock.read()
         try:
             with _Alarm(timeout):
                 elapsed = time_sample(fn, evaluations, clock, disable_gc)
@@ -449,7 +498,8 @@ def _sample_loop(
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise failure("sample", exc) from exc
-        samples.row("warmup" if warmup else "sample", start, elapsed, evaluations)
+        spent = cpu_clock.spent(before, cpu_clock.read())
+        samples.row("warmup" if warmup else "sample", start, elapsed, evaluations, spent=spent)
         if warmup:
             warmed += 1
         else:
@@ -541,6 +591,7 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
     limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
     budget_ns = None if args.budget is None else round(args.budget * 1e9)
     clock = time.perf_counter_ns
+    cpu_clock = CpuClock()
     begin = None
     pairs = 0
     try:
@@ -557,6 +608,7 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
                 enter(side)
                 timeout = args.timeout or side.bench.timeout_s
                 start = time.time_ns()
+                before = cpu_clock.read()
                 try:
                     with _Alarm(timeout):
                         elapsed = time_sample(side.prepared.fn, evaluations, clock, disable_gc)
@@ -564,8 +616,9 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
                     if isinstance(exc, KeyboardInterrupt):
                         raise
                     raise failure("sample", exc) from exc
+                spent = cpu_clock.spent(before, cpu_clock.read())
                 phase = "warmup" if warmup else "sample"
-                samples.row(phase, start, elapsed, evaluations, side.name)
+                samples.row(phase, start, elapsed, evaluations, side.name, spent)
             pairs += 1
     finally:
         samples.close()

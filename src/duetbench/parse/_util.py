@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ..files import RESULT_FILE_MAX, open_regular, read_bytes, size_text
 from ..schema import RESERVED_COLUMNS as SCHEMA_RESERVED
 from .registry import SideContext
 
@@ -122,12 +123,20 @@ def _locate(entry: Path, side_dir: Path) -> Path:
 
 
 def read_text(path: Path) -> str:
-    """A text file's content; ``*.gz`` is decompressed. Errors name the file."""
+    """A text file's content; ``*.gz`` is decompressed. Errors name the file. Only a
+    regular file is read, and at most ``files.RESULT_FILE_MAX`` bytes of it (also once
+    decompressed)."""
     try:
         if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8")
+            with open_regular(path, RESULT_FILE_MAX) as raw, gzip.open(raw, "rb") as fh:
+                data = fh.read(RESULT_FILE_MAX + 1)
+            if len(data) > RESULT_FILE_MAX:
+                raise ResultFileError(
+                    path, f"decompressed it holds more than {size_text(RESULT_FILE_MAX)}"
+                )
+        else:
+            data = read_bytes(path, RESULT_FILE_MAX)
+        return data.decode("utf-8")
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise ResultFileError(path, f"corrupt or truncated gzip file ({exc})") from None
     except UnicodeDecodeError as exc:
@@ -374,9 +383,39 @@ def build_frame(
     for col in ("iteration", *_TIME_COLUMNS):
         if col in df.columns:
             df[col] = df[col].astype("int64")
+    for col in MEASURED_COLUMNS:
+        if col in df.columns:
+            df[col] = _measured_column(df[col].tolist(), col, path, line_of)
     _bool_columns(df)
     first = [c for c in ("iteration", *_TIME_COLUMNS, "workload", "filler") if c in df.columns]
     return df[first + [c for c in df.columns if c not in first]].reset_index(drop=True)
+
+
+#: per-iteration measurements a harness may report besides its timing, in ns, empty where
+#: not measured: CPU time, and time ready to run but waiting for a CPU (docs/parsers.md)
+MEASURED_COLUMNS = ("cpu_ns", "runq_ns")
+
+
+def _measured_column(
+    values: list[Any], name: str, path: Path, line_of: Sequence[int | None]
+) -> pd.arrays.IntegerArray:
+    """A ``cpu_ns``/``runq_ns`` column as nullable integers; anything but a
+    non-negative integer (or an empty value) is an error naming the line."""
+    out: list[int | None] = []
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+            out.append(None)
+            continue
+        try:
+            number = int(v) if isinstance(v, int) and not isinstance(v, bool) else float(v)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number != number or number < 0 or number != int(number):
+            raise ResultFileError(
+                path, f"{name} must be a non-negative integer (ns), got {v!r}", line=line_of[i]
+            )
+        out.append(int(number))
+    return pd.array(out, dtype="Int64")
 
 
 def concat_frames(

@@ -2,8 +2,10 @@
 
 The worker (``duetbench/micro/worker.py``) writes into the side directory:
 
-* ``micro-samples.csv`` -- ``sample,phase,start_ns,end_ns,total_ns,evaluations``,
-  one row per sample, flushed per row; ``phase`` is ``calibration`` (a tuning
+* ``micro-samples.csv`` -- ``sample,phase,start_ns,end_ns,total_ns,evaluations,
+  cpu_ns,runq_ns`` (the last two: the process's CPU time and the worker thread's run
+  delay around the sample, empty where not measured; absent in files of older
+  releases), one row per sample, flushed per row; ``phase`` is ``calibration`` (a tuning
   trial), ``warmup`` or ``sample``; start/end are wall-clock epoch ns of the
   whole sample, ``total_ns`` its exact ``perf_counter_ns`` duration;
   with a last column ``side`` (A or B) when one worker timed both sides in one
@@ -15,7 +17,8 @@ The worker (``duetbench/micro/worker.py``) writes into the side directory:
 One row per sample. ``duration_ns`` is the time of **one evaluation**:
 ``total_ns / evaluations`` rounded to the nearest ns, half to even (integer
 arithmetic, so at most 0.5 ns off); the exact values stay in ``total_ns`` and
-``evaluations`` and the unrounded quotient in ``ns_per_evaluation``.
+``evaluations`` and the unrounded quotient in ``ns_per_evaluation``. ``cpu_ns`` and
+``runq_ns`` are per evaluation too (docs/statistics.md, "Beside other work: CPU time").
 ``start_ns``/``end_ns`` span the whole sample (for overlaps and alignment).
 Calibration and warm-up rows are ``filler`` (kept, not analysed), marked by
 ``calibration`` and ``harness_warmup``. An in-process file's rows carry
@@ -37,8 +40,13 @@ from .registry import SideContext
 SAMPLES_FILE = "micro-samples.csv"
 META_FILE = "micro-meta.json"
 ERROR_FILE = "micro-error.json"
-COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations")
+#: the header of a worker before the CPU-time release (still read)
+FORMER_COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations")
+#: the worker's CPU time and run delay around each sample
+MEASURED = ("cpu_ns", "runq_ns")
+COLUMNS = FORMER_COLUMNS + MEASURED
 PAIRED_COLUMNS = COLUMNS + ("side",)
+HEADERS = (COLUMNS, PAIRED_COLUMNS, FORMER_COLUMNS, FORMER_COLUMNS + ("side",))
 PHASES = ("calibration", "warmup", "sample")
 FORMAT_VERSION = 1
 
@@ -105,14 +113,15 @@ def _parse_samples(path: Path) -> pd.DataFrame:
     if text and not text.endswith("\n"):  # killed while writing a row: that sample is lost
         text = text[: text.rfind("\n") + 1]
     table = read_csv(path, text)
-    if table.header not in (COLUMNS, PAIRED_COLUMNS):
+    if table.header not in HEADERS:
         raise ResultFileError(
             path,
             f"unexpected header {','.join(table.header)}; expected {','.join(COLUMNS)} "
-            "(and ',side' when both sides ran in one process)",
+            "(and ',side' when both sides ran in one process; a worker of an older release "
+            f"wrote no ',{','.join(MEASURED)}')",
             line=1,
         )
-    paired = table.header == PAIRED_COLUMNS
+    paired = table.header[-1] == "side"
     bench = meta.get("benchmark") if isinstance(meta.get("benchmark"), dict) else {}
     python = meta.get("python") if isinstance(meta.get("python"), dict) else {}
     calibration = meta.get("calibration") if isinstance(meta.get("calibration"), dict) else {}
@@ -162,7 +171,7 @@ def _row(fields: dict[str, str], path: Path, line: int) -> dict[str, Any]:
             f"start {start}, end {end}): expected evaluations >= 1 and end = start + total",
             line=line,
         )
-    return {
+    row = {
         "iteration": sample,
         "start_ns": start,
         "end_ns": end,
@@ -174,3 +183,16 @@ def _row(fields: dict[str, str], path: Path, line: int) -> dict[str, Any]:
         "total_ns": total,
         "ns_per_evaluation": total / evaluations,
     }
+    for name in MEASURED:  # per evaluation, like duration_ns; None where not measured
+        text = fields.get(name, "")
+        if not text:
+            row[name] = None
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            raise ResultFileError(path, f"non-integer {name} {text!r}", line=line) from None
+        if value < 0:
+            raise ResultFileError(path, f"negative {name} {value}", line=line)
+        row[name] = per_evaluation_ns(value, evaluations)
+    return row

@@ -20,7 +20,7 @@ from ..dataset import Dataset
 from ..options import CompareOptions
 from .formatting import num
 from .notes import WARNINGS, warnings_by_row
-from .tables import sort_rows
+from .tables import excluded, sort_rows
 
 COMPARE_SCHEMA_ID = "duetbench.compare/1"
 EVALUATE_SCHEMA_ID = "duetbench.evaluate/1"
@@ -79,6 +79,14 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
                 "warnings": [c for c in WARNINGS if c in {code for code, _ in warnings}],
             }
         )
+        if isinstance(r.get("measure"), str):  # docs/statistics.md, "Beside other work"
+            out_rows[-1].update(
+                measure=str(r["measure"]),
+                measure_reason=str(r.get("measure_reason") or ""),
+                measure_source=str(r.get("measure_source") or ""),
+                runs_unbalanced=int(r.get("runs_unbalanced") or 0),
+                runs_corrected=int(r.get("runs_corrected") or 0),
+            )
         if r.get("stop"):  # an adaptive experiment (docs/adaptive.md)
             out_rows[-1]["stop"] = str(r["stop"])
             out_rows[-1]["explanation"] = str(r.get("explanation") or "")
@@ -106,7 +114,7 @@ def compare_doc(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) -> d
             ),
         },
         "problems": list(dataset.problems),
-        "excluded": dict(dataset.excluded),
+        "excluded": excluded(dataset, rows),
         "notes": [text for _r, warnings in warned for _c, text in warnings],
     }
 
@@ -156,7 +164,7 @@ def evaluate_doc(ev: Evaluation, dataset: Dataset) -> dict[str, Any]:
         "aa_benchmarks": list(ev.aa_benchmarks),
         "tables": {name: records(t) for name, t in ev.tables().items()},
         "problems": [*dataset.problems, *ev.problems],
-        "excluded": dict(dataset.excluded),
+        "excluded": excluded(dataset, ev.verdicts),
     }
 
 

@@ -13,8 +13,15 @@ sentences in the notes of every format; docs/statistics.md, section Notes):
 - ``unsynchronised``: sduet runs whose sides never reached the handshake (run.json);
 - ``other_load``: other processes (or the hypervisor's steal) kept a share of a CPU busy
   during the runs (run.json ``other_load``, execute/loadwatch.py);
+- ``cpu_time``: other work time-sliced the sides, and the row compares CPU times
+  instead of wall times (analysis/measure.py), correcting its unbalanced runs;
 - ``unbalanced``: duet runs left out of the analysis because other work took more of one
-  side's CPU than of the other's (records.RunRecord.unbalanced).
+  side's CPU than of the other's and CPU time could not correct them
+  (records.RunRecord.unbalanced; the sides were not CPU-bound, or had no CPU time).
+
+Under a table every kind is said once, in one line naming its rows
+(:func:`summary_notes`); the sentences per row are in the JSON ``notes`` and under the
+table with ``-v`` (:func:`verdict_notes`).
 """
 
 from __future__ import annotations
@@ -44,8 +51,28 @@ WARNINGS = (
     "all_cores_busy",
     "unsynchronised",
     "other_load",
+    "cpu_time",
     "unbalanced",
+    "same_cpus",
 )
+
+#: the one-line reading of each kind under a table: what it means for the rows named
+SUMMARIES = {
+    "runs_lost": "some runs gave no usable pairs and were left out",
+    "unkept_overlap": "most of the overlap time lies in pairs the overlap filter drops: the "
+    "kept pairs may be biased",
+    "unpaired_disagrees": "the paired estimate contradicts the unpaired comparison: likely "
+    "interference that hit one side only",
+    "all_cores_busy": "the duets used every core, so the OS and any other task ran beside them",
+    "unsynchronised": "sduet runs never reached the handshake and ran unsynchronized",
+    "other_load": "other work kept CPUs busy during the runs, and wall time was compared",
+    "cpu_time": "other work time-sliced the sides: compared by CPU time, which it does not bias",
+    "unbalanced": "runs were left out: other work took one side's CPU more than the other's, "
+    "which wall time cannot carry",
+    "same_cpus": "A and B ran on the same two CPUs in every run: a CPU difference reads as "
+    "an A/B difference",
+}
+NOTES_DOC = "docs/statistics.md, section Notes"
 
 
 def _row_keys(rows: pd.DataFrame, table: pd.DataFrame) -> list[str]:
@@ -72,6 +99,7 @@ def row_warnings(
     name = f"{r['benchmark']} {r['method']}"
     aduet = r["method"] == "aduet"
     used = int(r.get("runs") or 0)
+    total_runs -= int(r.get("runs_unbalanced") or 0)  # left out before pairing, said below
     if total_runs and used < total_runs:
         why = (
             f"had no iteration pair overlapping by more than m = {min_overlap:g}"
@@ -133,7 +161,21 @@ def row_warnings(
                 "benchmark a `sync_command` (docs/sync.md)",
             )
         )
-    if flags is not None and flags.other_load:
+    by_cpu = r.get("measure") == "cpu"
+    corrected = int(r.get("runs_corrected") or 0)
+    if by_cpu and r.get("measure_reason") == "other-work":
+        out.append(
+            (
+                "cpu_time",
+                f"{name}: other work time-sliced the sides, so each iteration's CPU time was "
+                f"compared instead of its wall time ({_source_text(r.get('measure_source'))}"
+                f"{f'; {corrected} unbalanced run(s) corrected, not left out' if corrected else ''}"
+                "); CPU time does not count other tasks' turns, but it is slowed like wall "
+                "time by interference through caches, memory bandwidth or CPU frequency "
+                '(docs/statistics.md, section "Beside other work: CPU time")',
+            )
+        )
+    if flags is not None and flags.other_load and not by_cpu:
         procs = sum(p for p, _ in flags.other_load) / len(flags.other_load)
         steal = sum(s for _, s in flags.other_load) / len(flags.other_load)
         if procs + steal >= OTHER_LOAD_NOTE:
@@ -155,6 +197,9 @@ def row_warnings(
                     "; each run is summarized by its sides' mean durations (run statistic "
                     "`means`), which time-sliced interference does not bias"
                 )
+            why = _WALL_WHY.get(str(r.get("measure_reason") or ""))
+            if why:
+                tail += f"; wall time was compared because {why}"
             out.append(
                 (
                     "other_load",
@@ -164,8 +209,9 @@ def row_warnings(
                     f"{what}; {tail} (docs/statistics.md, section Notes)",
                 )
             )
-    if flags is not None and flags.unbalanced:
-        out.append(("unbalanced", _unbalanced_sentence(name, flags)))
+    left_out = int(r.get("runs_unbalanced") or 0) if "runs_unbalanced" in r else None
+    if flags is not None and flags.unbalanced and (left_out is None or left_out > 0):
+        out.append(("unbalanced", _unbalanced_sentence(name, flags, r)))
     if flags is not None and flags.same_cpus:
         a, b = flags.same_cpus
         out.append(
@@ -182,17 +228,38 @@ def row_warnings(
     return out
 
 
-def _unbalanced_sentence(name: str, flags: RunFlags) -> str:
+#: why a row beside other work kept its wall time (measure.REASONS, in a sentence)
+_WALL_WHY = {
+    "no-cpu-time": "no CPU time was measured (containers, older results)",
+    "not-cpu-bound": "a side was not CPU-bound (it waited or slept), which CPU time would hide",
+    "cpu-bound-unknown": "no run delay was measured, so whether the sides were CPU-bound is "
+    "unknown (--measure cpu compares CPU time anyway)",
+    "parallel": "a side ran on more than one CPU at a time",
+}
+
+
+def _source_text(source: Any) -> str:
+    if source == "run":
+        return "per run: each iteration's wall time times its side's share of a CPU in the run"
+    if source == "iteration+run":
+        return "per iteration where measured, else per run from the side's share of a CPU"
+    return "measured per iteration"
+
+
+def _unbalanced_sentence(name: str, flags: RunFlags, r: Mapping[str, Any]) -> str:
     k, n = len(flags.unbalanced), flags.runs
+    if "runs_unbalanced" in r:
+        k = int(r.get("runs_unbalanced") or 0)
     a, b, load = max(flags.unbalanced, key=lambda x: abs(math.log(x[0] / x[1])))
     left = "no run was left to compare" if k >= n else f"the verdict rests on the other {n - k}"
+    why = _WALL_WHY.get(str(r.get("measure_reason") or ""), "wall time was compared")
     return (
         f"{name}: {k} of {n} runs were left out as unbalanced: other work took more of one "
         f"side's CPU than of the other's (the worst run: A ran {a:.0%} of its time, B "
         f"{b:.0%}, beside {load:.2f} busy CPU(s)), so interference did not hit both alike "
-        f"and would have shifted B/A by about {math.exp(abs(math.log(a / b))) - 1:.0%}; {left}; "
-        "rerun on a "
-        "quieter host, or use seqn (docs/statistics.md, section Notes)"
+        f"and would have shifted B/A by about {math.exp(abs(math.log(a / b))) - 1:.0%}; "
+        f"CPU time could not correct them: {why}; {left}; rerun on a quieter host, or use "
+        "seqn (docs/statistics.md, section Notes)"
     )
 
 
@@ -213,6 +280,41 @@ def warnings_by_row(
 def verdict_notes(rows: pd.DataFrame, dataset: Dataset, min_overlap: float) -> list[str]:
     """The sentences of every warning of ``rows``, row by row."""
     return [text for _r, ws in warnings_by_row(rows, dataset, min_overlap) for _c, text in ws]
+
+
+def summary_notes(rows: pd.DataFrame, dataset: Dataset, min_overlap: float) -> list[str]:
+    """One line per kind of warning among ``rows``: the rows it applies to, what it means
+    for them, and where the docs explain it (``-v`` and the JSON give every sentence)."""
+    named: dict[str, list[str]] = {}
+    have = runs_in_table(rows, dataset.table)
+    keys = _row_keys(rows, dataset.table)
+    for r, ws in warnings_by_row(rows, dataset, min_overlap):
+        total = have.get(tuple(r[k] for k in keys), 0) if keys else 0
+        for code, _text in ws:
+            tag = _tag(code, r, total)
+            named.setdefault(code, []).append(
+                f"{r['benchmark']} {r['method']}" + (f" ({tag})" if tag else "")
+            )
+    out = []
+    for code in WARNINGS:
+        names = named.get(code)
+        if not names:
+            continue
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        out.append(f"{code}: {shown} -- {SUMMARIES[code]} ({NOTES_DOC})")
+    return out
+
+
+def _tag(code: str, r: Mapping[str, Any], total: int) -> str:
+    """The few words a one-line note says of one row: how many runs, how much load."""
+    used, left_out = int(r.get("runs") or 0), int(r.get("runs_unbalanced") or 0)
+    if code == "runs_lost":
+        return f"{total - left_out - used} of {total - left_out} runs"
+    if code == "unbalanced":
+        return f"{left_out} of {total} runs"
+    if code == "cpu_time" and int(r.get("runs_corrected") or 0):
+        return f"{int(r['runs_corrected'])} unbalanced runs corrected"
+    return ""
 
 
 def _pct(x: Any) -> str:

@@ -135,13 +135,7 @@ def print_summary(console: Console, summary: ExperimentSummary, resume: str | No
         f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. "
         f"Results: [bold]{rich_text(summary.root)}[/]"
     )
-    if summary.all_cores_busy:
-        console.print(
-            "[yellow]note:[/] duet runs used every core of this machine, so the OS and other "
-            "tasks ran beside the benchmark (with pinned sides: beside one side only), which "
-            "widens the intervals; `duet compare` repeats this under the verdicts "
-            "(docs/config.md, `cpus`; docs/performance.md, section Placement)."
-        )
+    # duets that held every core are noted under the verdict table (all_cores_busy), once
     for note in getattr(summary, "notes", []) or []:
         console.print(f"[yellow]note:[/] {rich_text(note)}")
     if summary.interrupted:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import CompareOptions
 from . import formatting as fmt
-from .notes import verdict_notes
+from .notes import summary_notes, verdict_notes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,6 +73,8 @@ class Table:
     notes: tuple[Note, ...] = ()
     label: str = ""
     empty: str | None = None
+    #: the long form of the notes, one sentence per row and kind (``-v``, the HTML report)
+    details: tuple[Note, ...] = ()
 
     def cells(self, row: dict[str, Any]) -> list[str]:
         """The row's cells as text (not escaped)."""
@@ -142,15 +144,29 @@ def adaptive_caption(opts: CompareOptions) -> str:
 # ---------------------------------------------------------------------- notes
 
 
-def dataset_notes(dataset: Dataset) -> list[Note]:
-    """What was excluded while reading the dataset, and the problems found."""
-    runs = dataset.excluded.get("runs") or {}
-    its = dataset.excluded.get("iterations") or {}
+def excluded(dataset: Dataset, rows: pd.DataFrame | None = None) -> dict[str, Any]:
+    """What was left out: the dataset's runs and iterations, and the runs the analysis of
+    ``rows`` left out as unbalanced (their ``runs_unbalanced``)."""
+    out = dict(dataset.excluded)
+    left = 0
+    if rows is not None and "runs_unbalanced" in rows:
+        left = int(rows["runs_unbalanced"].fillna(0).sum())
+    if left:
+        out["runs"] = {**(out.get("runs") or {}), "unbalanced": left}
+    return out
+
+
+def dataset_notes(dataset: Dataset, rows: pd.DataFrame | None = None) -> list[Note]:
+    """What was excluded while reading the dataset (and by the analysis of ``rows``), and
+    the problems found."""
+    left = excluded(dataset, rows)
+    runs = left.get("runs") or {}
+    its = left.get("iterations") or {}
     parts = [f"{n} {k} run(s)" for k, n in sorted(runs.items())] + [
         f"{n} {k} iteration(s)" for k, n in sorted(its.items())
     ]
     out = [Note("excluded", f"excluded: {', '.join(parts)}")] if parts else []
-    partial = dataset.excluded.get("timed_out_runs_used")
+    partial = left.get("timed_out_runs_used")
     if partial:
         out.append(
             Note("excluded", f"{partial} timed-out run(s): their finished iterations are used")
@@ -192,6 +208,7 @@ def verdict_rows(rows: pd.DataFrame, test: str) -> tuple[dict[str, Any], ...]:
                 "runs": int(r.get("runs") or 0),
                 "pairs": int(r.get("pairs") or 0),
                 "verdict": str(r["verdict"]),
+                "measure": str(r.get("measure") or "wall"),
             }
         )
         if "stop" in rows:
@@ -213,22 +230,29 @@ def verdict_table(rows: pd.DataFrame, dataset: Dataset, opts: CompareOptions) ->
                 "(clustered bootstrap)",
             )
         )
-    notes += [Note("note", n) for n in verdict_notes(rows, dataset, opts.min_overlap)]
+    details = list(notes)
+    notes += [Note("note", n) for n in summary_notes(rows, dataset, opts.min_overlap)]
+    details += [Note("note", n) for n in verdict_notes(rows, dataset, opts.min_overlap)]
     columns, caption = VERDICT_COLUMNS, verdict_caption(opts)
+    if "measure" in rows and (rows["measure"] == "cpu").any():  # which rows compare CPU time
+        columns = (*columns[:-1], Column("measure", "time"), columns[-1])
     if "stop" in rows:  # an adaptive experiment: the interval its stopping used
         columns = (*VERDICT_COLUMNS[:-1], Column("stop", "stop"), VERDICT_COLUMNS[-1])
         caption = adaptive_caption(opts)
         for r in rows.to_dict("records"):
             text = str(r.get("explanation") or "")
             if text and (r.get("verdict") == "inconclusive" or text.startswith("method auto")):
-                notes.append(Note("note", f"{r['benchmark']} {r['method']}: {r['explanation']}"))
+                note = Note("note", f"{r['benchmark']} {r['method']}: {r['explanation']}")
+                notes.append(note)
+                details.append(note)
     return Table(
         name="verdicts",
         title=dataset.name,
         columns=columns,
         rows=verdict_rows(rows, opts.test),
         caption=caption,
-        notes=(*notes, *dataset_notes(dataset)),
+        notes=(*notes, *dataset_notes(dataset, rows)),
+        details=(*details, *dataset_notes(dataset, rows)),
     )
 
 

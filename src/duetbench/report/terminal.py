@@ -10,6 +10,7 @@ from rich.table import Table as RichTable
 
 from ..analysis.evaluate import Evaluation
 from ..dataset import Dataset
+from ..text import visible
 from . import evaluation_tables as et
 from .formatting import rich_text
 from .tables import Note, Table, dataset_notes
@@ -73,12 +74,13 @@ def print_notes(console: Any, notes: tuple[Note, ...] | list[Note]) -> None:
         console.print(f"{start}{rich_text(n.text)}{end}")
 
 
-def print_verdicts(table: Table, console: Any = None) -> None:
-    """The verdict table of `duet compare` and `duet run`, with its notes."""
+def print_verdicts(table: Table, console: Any = None, verbose: bool = False) -> None:
+    """The verdict table of `duet compare` and `duet run`, with its notes: one line per
+    kind, or every sentence (``verbose``)."""
     console = console or make_console()
     title = f"{rich_text(table.title)}: {rich_text(table.caption)}"
     console.print(rich_table(table, title=title, no_wrap=True))
-    print_notes(console, table.notes)
+    print_notes(console, table.details if verbose and table.details else table.notes)
 
 
 def print_processed(console: Any, rep: Any, out: Any) -> None:
@@ -94,10 +96,38 @@ def print_processed(console: Any, rep: Any, out: Any) -> None:
     print_notes(console, [Note("problem", p) for p in rep.problems])
 
 
+#: a table longer than this is printed as plain aligned text: rich lays out every cell
+#: (100 000 plan rows took minutes and 0.8 GB), and nobody reads such a table in boxes
+PLAIN_ROWS = 2000
+
+
 def print_titled(table: Table, console: Any = None) -> None:
     """A table under its title (`duet plan`, `duet hosts`)."""
     console = console or make_console()
+    if len(table.rows) > PLAIN_ROWS:
+        print_plain(table, console)
+        return
     console.print(rich_table(table, title=rich_text(table.title)))
+
+
+def print_plain(table: Table, console: Any) -> None:
+    """``table`` as aligned columns of plain text, written at once (a long table)."""
+    cells = [[visible(c.title) for c in table.columns]]
+    cells += [[visible(text) for text in table.cells(row)] for row in table.rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+    left = [c.left for c in table.columns]
+
+    def line(row: list[str]) -> str:
+        parts = (
+            t.ljust(w) if is_left else t.rjust(w)
+            for t, w, is_left in zip(row, widths, left, strict=True)
+        )
+        return "  ".join(parts).rstrip()
+
+    console.print(rich_text(table.title), highlight=False)
+    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
+    out += [line(row) for row in cells[1:]]
+    console.file.write("\n".join(out) + "\n")
 
 
 def print_table(console: Any, table: Table) -> None:

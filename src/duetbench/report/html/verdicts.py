@@ -25,7 +25,7 @@ def verdicts_section(page: Page, ev: Evaluation, dataset: Dataset) -> None:
     summary = ", ".join(f"{n} {esc(v)}" for v, n in sorted(counts.items()))
     if summary:
         page.add(f'<p class="note">{summary}.</p>')
-    for note in table.notes:
+    for note in table.details or table.notes:  # the page has room for every sentence
         if note.kind in ("info", "note"):
             page.add(f'<p class="note">{esc(note.text)}</p>')
     page.end_section()
