@@ -110,13 +110,13 @@ def test_terminal_and_markdown_output_hold_no_raw_control_characters(hostile: Pa
 def test_labels_with_control_characters_are_refused(hostile: Path, tmp_path: Path) -> None:
     table, repo = str(hostile / "table.parquet"), str(tmp_path / "r.sqlite")
     for label in ("v1\x1b[31m", "v\u202e1", "v1\x07"):
-        r = run_duet("history", "add", table, "--repo", repo, "--version", label)
+        r = run_duet("history", "add", table, "--repo", repo, "--versions", label)
         assert r.returncode == 2 and "control characters" in r.stderr, r.stderr
         assert raw_controls(r.stderr) == []
     assert not Path(repo).exists()
     shared = str(hostile / "perf.sqlite")
     r = run_duet(
-        "history", "mark", "--repo", shared, "--benchmark", "<!--<script>", "--version", "v1",
+        "history", "mark", "--repo", shared, "--benchmark", "<!--<script>", "--at", "v1",
         "--change", "--note", "new \x1b[8mcompiler",
     )  # fmt: skip
     assert r.returncode == 2 and "control characters" in r.stderr, r.stderr

@@ -107,7 +107,7 @@ def test_every_reading_command_refuses_them(results: Path, tmp_path: Path, kind:
         ("evaluate", str(root)),
         ("process", str(root)),
         ("hosts", str(root)),
-        ("history", "add", str(root), "--repo", str(tmp_path / "p.sqlite"), "--version", "v1"),
+        ("history", "add", str(root), "--repo", str(tmp_path / "p.sqlite"), "--versions", "v1"),
         ("run", str(config), "-o", str(tmp_path), "--resume", "--no-compare"),
     ):
         r = _duet(*args)
@@ -125,7 +125,7 @@ def test_a_fifo_config_or_table_is_refused(tmp_path: Path) -> None:
         ("plan", "zero.yml"),
         ("compare", "table.csv"),
         ("compare", "table.parquet"),
-        ("history", "add", "table.csv", "--repo", "p.sqlite", "--version", "v1"),
+        ("history", "add", "table.csv", "--repo", "p.sqlite", "--versions", "v1"),
     ):
         r = run_duet(*args, cwd=tmp_path, timeout=DEADLINE_S)
         assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr)
@@ -143,12 +143,12 @@ def test_history_add_into_an_unusable_directory(results: Path, tmp_path: Path) -
     (tmp_path / "a file").write_text("")
     r = run_duet(
         "history", "add", str(results), "--repo", str(tmp_path / "a file" / "p.sqlite"),
-        "--version", "v1",
+        "--versions", "v1",
     )  # fmt: skip
     assert r.returncode == 2 and "is not a directory" in r.stderr, r.stderr
     (tmp_path / "p.sqlite-tables").write_text("")  # where the tables go: a file
     r = run_duet(
-        "history", "add", str(results), "--repo", str(tmp_path / "p.sqlite"), "--version", "v1"
+        "history", "add", str(results), "--repo", str(tmp_path / "p.sqlite"), "--versions", "v1"
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "cannot store the iterations table in" in r.stderr

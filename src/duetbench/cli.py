@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duet",
         description="A/B performance comparison with duet benchmarking.",
+        epilog="documentation: `duet help` lists the pages; a message citing "
+        "docs/NAME.md is read with `duet help NAME`. Start with `duet help getting-started`.",
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"duetbench {__version__}")
@@ -90,20 +93,37 @@ def terminating_signals_interrupt() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    args.argv = given  # the command line as typed, for hints that repeat it (--resume)
     try:
         with terminating_signals_interrupt():
             return int(args.func(args) or 0)
     except DuetError as exc:
         if args.debug or os.environ.get("DUET_DEBUG"):
             raise
-        print(f"duet: error: {visible(str(exc), lines=True)}", file=sys.stderr)
+        cited = docs_hint(str(exc))
+        text = visible(str(exc), lines=True)
+        print(f"duet: error: {text}" + (f" [{cited}]" if cited else ""), file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK
+
+
+_CITED = re.compile(r"\bdocs/([\w/-]+)\.md\b")
+
+
+def docs_hint(message: str) -> str | None:
+    """The commands that print the pages a message cites (``docs/NAME.md``) wherever
+    duetbench is installed, ``duet help NAME`` (None when it cites none); the error's
+    line ends with them."""
+    names = list(dict.fromkeys(_CITED.findall(message)))
+    if not names:
+        return None
+    return ", ".join(f"duet help {n}" for n in names)
 
 
 if __name__ == "__main__":

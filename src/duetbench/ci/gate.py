@@ -76,6 +76,7 @@ class GateResult:
     exit_code: int
     interrupted: bool
     markdown: str
+    table: Any = None  # report.tables.Table: the verdict table, for a terminal
 
 
 def exit_code_of(verdicts: list[str]) -> int:
@@ -115,8 +116,9 @@ def compare_trees(
         )
     rows = adaptive_rows(rows, dataset.table, dataset.stops, run_stat=opts.run_stat)
     code = exit_code_of([str(v) for v in rows["verdict"]])
-    md = gate_markdown(title, code, rows, compare_markdown(verdict_table(rows, dataset, opts)))
-    return GateResult(summary.root, rows, code, False, md)
+    table = verdict_table(rows, dataset, opts)
+    md = gate_markdown(title, code, rows, compare_markdown(table))
+    return GateResult(summary.root, rows, code, False, md, table)
 
 
 _OUTCOME = {
@@ -126,19 +128,33 @@ _OUTCOME = {
 }
 
 
-def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
-    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
-    from ..report.formatting import md_heading, md_text
+def outcome(title: str, code: int) -> str:
+    """The summary's first line: the title and what the gate decided."""
+    return f"{title}: {_OUTCOME.get(ExitCode(code), str(code))}"
 
-    outcome = _OUTCOME.get(ExitCode(code), str(code))
-    lines = [f"## {md_heading(title)}: {outcome}", "", table_md.strip(), ""]
+
+def reasons(rows: Any) -> list[tuple[str, str, str, str]]:
+    """Per benchmark and method: (benchmark, method, verdict, why (not) significant)."""
+    out = []
     for r in rows.to_dict("records"):
         why = r.get("explanation") or ""
         lo, hi = r.get("ci_low"), r.get("ci_high")
         if not why and lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
             why = f"interval [{lo * 100:+.2f} %, {hi * 100:+.2f} %]"
-        name, method = md_text(r["benchmark"]), md_text(r["method"])
-        lines.append(f"- **{name}** ({method}): {r['verdict']} -- {md_text(why)}")
+        out.append((str(r["benchmark"]), str(r["method"]), str(r["verdict"]), why))
+    return out
+
+
+def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
+    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
+    from ..report.formatting import md_heading, md_text
+
+    verdict = _OUTCOME.get(ExitCode(code), str(code))
+    lines = [f"## {md_heading(title)}: {verdict}", "", table_md.strip(), ""]
+    for bench, method, verdict_text, why in reasons(rows):
+        lines.append(
+            f"- **{md_text(bench)}** ({md_text(method)}): {verdict_text} -- {md_text(why)}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -154,6 +154,16 @@ def parse_aa(text: str | None) -> bool | tuple[str, ...] | None:
 # ---------------------------------------------------------------------- flags
 
 
+def add_format_flag(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """``--format``: how the command prints its result; the first format is the default."""
+    p.add_argument(
+        "--format",
+        choices=list(formats),
+        default=formats[0],
+        help=f"output format: {', '.join(formats)} (default: {formats[0]})",
+    )
+
+
 def add_source_command(
     sub: argparse._SubParsersAction,
     name: str,
@@ -168,7 +178,7 @@ def add_source_command(
     p.add_argument(
         "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
     )
-    p.add_argument("--format", choices=list(formats), default=formats[0])
+    add_format_flag(p, formats)
     p.add_argument("-o", "--output", type=Path, help=output)
     return p
 

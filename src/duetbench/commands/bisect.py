@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         bad=args.bad,
         build=args.build,
         out_dir=args.output,
-        repo=args.repo,
+        repo=args.git,
         build_timeout=build_timeout(args),
         on_step=show,
         record=record,

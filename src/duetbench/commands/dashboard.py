@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import ExitCode
+from ._options import add_format_flag
 from .history import add_repo_flag, repo_location
 
 
@@ -26,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=Path("site"),
         help="the site's directory (default: site/); an earlier dashboard there is replaced",
     )
-    p.add_argument("--title", help="the site's title")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--title", help="the site's title (default: duetbench dashboard: REPO's name)")
+    add_format_flag(p, ("table", "json"))
 
 
 def run(args: argparse.Namespace) -> int:

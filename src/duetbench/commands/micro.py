@@ -16,7 +16,7 @@ from ..errors import ExitCode
 if TYPE_CHECKING:
     from ..micro.api import MicroBenchmark
 from ..options import MEASURES, RUN_STATS
-from ._options import add_threshold, parse_duration, parse_threshold
+from ._options import add_format_flag, add_threshold, parse_duration, parse_threshold
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -74,8 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--budget",
         default="30s",
-        help="machine time for the whole experiment, e.g. 30s, 2m (default 30s); split "
-        "over benchmarks, methods and runs",
+        help="machine time per benchmark x method, as in duet run, e.g. 30s, 2m (default "
+        "30s), split over its runs; the experiment takes about budget x benchmarks x methods",
     )
     p.add_argument(
         "--runs",
@@ -118,7 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue OUTPUT/<name>, reusing its calibration"
     )
-    p.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    add_format_flag(p, ("table", "json", "markdown"))
     p.add_argument(
         "--run-stat",
         choices=list(RUN_STATS),
@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.progress import RichObserver
     from ..schedule.inline import run_experiment
     from ..store import ResultsStore
+    from ._output import resume_command
     from .compare import render_verdicts
     from .run import runs_not_ok
 
@@ -179,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[tuple[str, MicroBenchmark]] = []
     exp = build_experiment(request, stored=stored, skipped=skipped)
     exp = dataclasses.replace(exp, measure=args.measure)
-    observer = RichObserver(verbose=args.verbose)
+    observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED

@@ -143,7 +143,7 @@ class Repository:
             raise HistoryError(
                 f"experiment '{row[1]}' is already in the repository {self.location} "
                 f"(experiment #{row[0]}, added {when}); nothing was added. To replace it, "
-                f"remove experiment #{row[0]} first"
+                f"remove it first: duet history remove {row[0]} --repo {self.location}"
             )
 
     def _version_id(self, v: Version) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -84,6 +85,8 @@ class MicroRequest:
                     f"{flag} {visible(text[:40])}... is {len(text)} characters long; give "
                     "module:function, file.py[:name] or a suite directory"
                 )
+        if asv is not None and "/" not in asv:
+            asv += "/"  # a directory, wherever it is found (side_target)
         given = [t for t in (target, asv) if t]
         if (a_target is None) != (b_target is None):
             raise MicroError("give both --a and --b (two targets), or one target for both sides")
@@ -94,8 +97,6 @@ class MicroRequest:
                 "what to time: a target (module:function, file.py, a suite directory), "
                 "--asv DIR, or --a TARGET --b TARGET"
             )
-        if asv is not None and not _is_dir(asv):
-            raise MicroError(f"--asv {asv}: not a directory (asv's benchmark_dir)")
         methods = tuple(dict.fromkeys(rest.pop("methods", None) or ("sduet",)))  # type: ignore[call-overload]
         for method in methods:
             if method not in METHODS:
@@ -133,9 +134,9 @@ class MicroRequest:
         return self.b_python, self.b_target, self.b_paths
 
 
-def _is_dir(path: str) -> bool:
+def _exists(path: Path) -> bool:
     try:
-        return Path(path).is_dir()
+        return path.exists()
     except OSError:  # a name too long, a loop of links
         return False
 
@@ -156,16 +157,62 @@ def bench_name(name: str, taken: set[str]) -> str:
     return out
 
 
+def _location(target: str) -> tuple[str, str] | None:
+    """(file or directory, ``:name`` or "") of a path target; None for ``module:function``."""
+    if os.path.isdir(target):
+        return target, ""
+    head, sep, tail = target.rpartition(":")
+    location, attr = (head, sep + tail) if sep and "/" not in tail else (target, "")
+    if location.endswith(".py") or "/" in location:
+        return location, attr
+    return None
+
+
+def side_target(request: MicroRequest, pair: str, cwd: Path | None = None) -> str:
+    """Side ``pair``'s target, a file or directory target taken from where it exists: the
+    working directory, else the side's source trees (``--a-path``/``--b-path``) in order,
+    as projects keep their benchmark files inside the tree. Absolute when it is a path."""
+    _, target, paths = request.side(pair)
+    found = _location(target)
+    if found is None:
+        return target
+    location, attr = found
+    base = Path(cwd or os.getcwd())
+    tried: list[Path] = []
+    for root in (base, *(base / p for p in paths)):
+        candidate = Path(os.path.abspath(root / location))
+        if candidate not in tried:
+            tried.append(candidate)
+    for candidate in tried:
+        if _exists(candidate):
+            return str(candidate) + attr
+    where = ", ".join(str(c) for c in tried)
+    flag = "--a-path" if pair == "A" else "--b-path"
+    raise MicroError(
+        f"side {pair}: {location}: no such file or directory (tried {where}); give it "
+        f"relative to the working directory or to a {flag} tree"
+    )
+
+
 def _found(
-    request: MicroRequest, pair: str, skipped: list[tuple[str, MicroBenchmark]]
+    request: MicroRequest, pair: str, target: str, skipped: list[tuple[str, MicroBenchmark]]
 ) -> list[MicroBenchmark]:
-    python, target, paths = request.side(pair)
+    python, _, paths = request.side(pair)
+    env = {**os.environ, "DUET_PAIR": pair}  # the worker's messages name the side
     try:
         found = discover(
-            python, target, paths=paths, timeout_s=request.setup_timeout_s, idle_s=DEFAULT_IDLE_S
+            python,
+            target,
+            paths=paths,
+            env=env,
+            timeout_s=request.setup_timeout_s,
+            idle_s=DEFAULT_IDLE_S,
         )
     except MicroError as exc:
-        raise MicroError(f"side {pair}: {exc}") from None
+        text = str(exc)
+        raise MicroError(
+            text if text.startswith(f"side {pair}:") else f"side {pair}: {text}"
+        ) from None
     runnable = [b for b in found if b.runnable and matches(b.name, request.pattern)]
     # a module that failed to import holds benchmarks of any name: always reported
     skipped += [
@@ -187,13 +234,26 @@ def _found(
 def pairs_of(
     request: MicroRequest, skipped: list[tuple[str, MicroBenchmark]] | None = None
 ) -> list[tuple[MicroBenchmark, MicroBenchmark]]:
-    """(A's benchmark, B's benchmark) pairs: by name, or in order for --a/--b.
-    ``skipped`` gets (side, benchmark) of every one left out, with its reason."""
+    """(A's benchmark, B's benchmark) pairs: one target found once for both sides; one
+    target found in each side's tree, by name; --a/--b, in order. ``skipped`` gets
+    (side, benchmark) of every one left out, with its reason."""
     skipped = [] if skipped is None else skipped
-    a = _found(request, "A", skipped)
-    if request.a_target == request.b_target:
+    a_target, b_target = side_target(request, "A"), side_target(request, "B")
+    a = _found(request, "A", a_target, skipped)
+    if request.a_target == request.b_target and a_target == b_target:
         return [(x, x) for x in a]
-    b = _found(request, "B", skipped)
+    b = _found(request, "B", b_target, skipped)
+    if request.a_target == request.b_target:  # one file or suite, each side's own copy
+        names_a, names_b = [x.name for x in a], [x.name for x in b]
+        if names_a != names_b:
+            only_a = sorted(set(names_a) - set(names_b)) or ["none"]
+            only_b = sorted(set(names_b) - set(names_a)) or ["none"]
+            raise MicroError(
+                f"{request.a_target} has other benchmarks in the two trees (only side A: "
+                f"{', '.join(only_a)}; only side B: {', '.join(only_b)}): pick the common "
+                "ones with -k"
+            )
+        return list(zip(a, b, strict=True))
     if len(a) != len(b):
         raise MicroError(
             f"--a {request.a_target} has {len(a)} benchmark(s), --b {request.b_target} "
@@ -202,14 +262,15 @@ def pairs_of(
     return list(zip(a, b, strict=True))
 
 
-def run_time_s(request: MicroRequest, benchmarks: int) -> float:
+def run_time_s(request: MicroRequest) -> float:
     """Seconds of sampling per run: the budget's share of one run, less its overhead.
 
-    Machine time is wall-clock time. A duet run's sides run at once; seqn has half the
-    runs per side, so every method gets ``budget / (benchmarks x methods)`` seconds and
-    spends it in ``runs`` runs.
+    ``--budget`` is machine time per benchmark x method, as in `duet run` (docs/micro.md,
+    "duet micro"). Machine time is wall-clock time. A duet run's sides run at once; seqn
+    has half the runs per side, so every benchmark x method spends ``budget`` seconds in
+    ``runs`` runs, and the whole experiment about ``budget x benchmarks x methods``.
     """
-    share = request.budget_s / (benchmarks * len(request.methods) * request.runs)
+    share = request.budget_s / request.runs
     return max(MIN_RUN_TIME_S, share - RUN_OVERHEAD_S)
 
 
@@ -223,7 +284,7 @@ def build_experiment(
     """The experiment of ``request``, calibrated (``stored``: the calibrations to reuse;
     ``skipped`` gets the benchmarks left out, as :func:`pairs_of`)."""
     pairs = pairs_of(request, skipped)
-    per_run = run_time_s(request, len(pairs))
+    per_run = run_time_s(request)
     reps = {m: (math.ceil(request.runs / 2) if m == "seqn" else request.runs) for m in METHODS}
     taken: set[str] = set()
     benchmarks = []

@@ -153,13 +153,13 @@ class ResultsStore:
             if d.exists() and not d.is_dir():
                 raise ResultsDirError(
                     f"{d} is not a directory: the results directory is damaged. Move that file "
-                    f"away; `duet run <config> -o {root.parent} --resume` then recreates "
+                    f"away; `duet run` of the experiment's duet.yml with `-o {root.parent} --resume` then recreates "
                     f"{d.name}/ (and executes again every run that was in it)"
                 )
         if store.journal_path.exists() and not store.journal_path.is_file():
             raise ResultsDirError(
                 f"{store.journal_path} is not a file: the results directory is damaged. Move it "
-                f"away; `duet run <config> -o {root.parent} --resume` then rebuilds the journal "
+                f"away; `duet run` of the experiment's duet.yml with `-o {root.parent} --resume` then rebuilds the journal "
                 "from the run directories"
             )
         if writable:
@@ -272,7 +272,7 @@ class ResultsStore:
         except NotADirectoryError:
             raise ResultsDirError(
                 f"{self.runs_dir} is not a directory: the results directory is damaged. Move "
-                f"that file away; `duet run <config> -o {self.root.parent} --resume` then "
+                f"that file away; `duet run` of the experiment's duet.yml with `-o {self.root.parent} --resume` then "
                 "executes every run again"
             ) from None
         except OSError as exc:
@@ -507,7 +507,7 @@ class ResultsStore:
         except NotADirectoryError:
             raise ResultsDirError(
                 f"{self.hosts_dir} is not a directory: the results directory is damaged. Move "
-                f"that file away; `duet run <config> -o {self.root.parent} --resume` records "
+                f"that file away; `duet run` of the experiment's duet.yml with `-o {self.root.parent} --resume` records "
                 "the host again"
             ) from None
         except OSError as exc:
@@ -528,7 +528,7 @@ class ResultsStore:
             if problem is not None:
                 raise ResultsDirError(
                     f"{p} {problem}: the results directory is damaged. Delete that file; "
-                    f"`duet run <config> -o {self.root.parent} --resume` records the host "
+                    f"`duet run` of the experiment's duet.yml with `-o {self.root.parent} --resume` records the host "
                     "again when it runs there (only the host_* and artifact_* columns of the "
                     "iterations table come from it)"
                 )
