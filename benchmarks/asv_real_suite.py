@@ -6,8 +6,11 @@ registry is all it needs), unpacks them, and runs ``duet micro --asv`` with the
 suite of version A, A's source tree on side A's path and B's on side B's; both
 sides use this interpreter (its numpy). The verdicts go to stdout as Markdown.
 
-    python benchmarks/asv_real_suite.py                          # cdflib 1.3.1 -> 1.3.2, 30 s
-    python benchmarks/asv_real_suite.py --a 1.3.0 --b 1.3.1 --budget 60s --method sduet --method seqn
+    python benchmarks/asv_real_suite.py                          # cdflib 1.3.1 -> 1.3.2, 3 x 10 s
+    python benchmarks/asv_real_suite.py --a 1.3.0 --b 1.3.1 --budget 20s --method sduet --method seqn
+
+``--budget`` is `duet micro`'s: machine time per benchmark x method (cdflib's suite has
+three benchmarks, so the default 10 s is about 30 s of sampling per method).
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--package", default="cdflib")
     p.add_argument("--a", default="1.3.1", help="version A")
     p.add_argument("--b", default="1.3.2", help="version B")
-    p.add_argument("--budget", default="30s")
+    p.add_argument(
+        "--budget", default="10s", help="duet micro --budget: per benchmark x method (10s)"
+    )
     p.add_argument("--runs", default="6")
     p.add_argument("--method", action="append", default=None)
     args = p.parse_args(argv)

@@ -23,6 +23,7 @@ from tests.helpers import (
     require_tool,
     run_duet,
 )
+from tests.tiers import ProcessWatch, mark_tiers
 
 
 @pytest.fixture
@@ -35,14 +36,46 @@ def write_config(tmp_path: Path):
     return write
 
 
+PROCESS_WATCH = ProcessWatch()
+
+
 def pytest_configure(config):
     """A shell starts background jobs (`pytest &`, a CI step's `cmd &`) with SIGINT
     ignored, and an ignored signal stays ignored across exec: every `duet run` and
     noisy neighbour a test starts would then ignore the Ctrl-C the test sends it, and
     wait for its deadline. A *handled* signal is reset to the default in a child, so
-    handle it here as an interactive Python does."""
+    handle it here as an interactive Python does.
+
+    The process watch checks the automatic test tiers (tests/tiers.py) while tests run."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    PROCESS_WATCH.install()
+
+
+def pytest_unconfigure(config):
+    PROCESS_WATCH.uninstall()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The e2e and slow markers, applied from what each test calls (tests/tiers.py)."""
+    mark_tiers(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    PROCESS_WATCH.current = item.nodeid
+    yield
+    PROCESS_WATCH.current = None
+
+
+@pytest.fixture(autouse=True)
+def _tier_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts processes is e2e; one that runs a container engine, a browser
+    or a database server is slow (tests/tiers.py): the markers must say so."""
+    yield
+    problems = PROCESS_WATCH.problems(request.node)
+    if problems:
+        pytest.fail(f"test tiers: {'; '.join(problems)}", pytrace=False)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -44,6 +44,37 @@ def run_duet(
     )
 
 
+def duet_in_process(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`duet ARGS` through ``duetbench.cli.main`` in this process: the same parser, code
+    and exit status as the `duet` script, without an interpreter start (about a second
+    per call on a busy 2-CPU machine, most of it importing numpy, pandas and scipy).
+    For commands that read and write files and return (history, dashboard, compare...);
+    `duet run`, and anything a test signals or kills, runs as a process (``run_duet``)."""
+    import contextlib
+    import io
+
+    from duetbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.update({"COLUMNS": "200", **(env or {})})
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: usage errors, --help
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["duet", *args], code, out.getvalue(), err.getvalue())
+
+
 # Timing in tests (docs: DEVELOPERS.md, "Tests on a busy machine"). CI runs on shared
 # machines, so no test asserts how fast anything was: synchronization is judged by the
 # order of events (an iteration starts only after the other side ended the one before),

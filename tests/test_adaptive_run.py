@@ -532,3 +532,14 @@ def test_method_auto_does_not_switch_when_the_rest_of_the_budget_cannot_pay_for_
     assert roomy.autos["b"].chosen == "aduet"
     aduet = roomy.states[stop_key("b", "aduet")]
     assert aduet.reps - aduet.analyse_from >= 10  # runs of its own after the switch
+
+
+def test_a_precision_left_out_is_refused_not_taken_as_the_default() -> None:
+    from duetbench.config.stop import StopSettings, parse_until
+
+    with pytest.raises(ConfigError, match="the precision after ':' is missing"):
+        parse_until("precise:")
+    with pytest.raises(ConfigError, match="missing"):
+        parse_stop({"until": "precise: "})
+    assert parse_until("precise").precision == StopSettings().precision  # the default, asked
+    assert parse_until("precise:2%").precision == 0.02

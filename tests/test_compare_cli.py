@@ -23,7 +23,7 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers import recorded_as_is, run_duet
+from tests.helpers import duet_in_process, recorded_as_is
 
 from duetbench.analysis.compare import RUN_STATS
 
@@ -223,11 +223,11 @@ def no_overlap_table(runs: int = 3, iters: int = 5) -> pd.DataFrame:
 
 
 def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
-    r = run_duet("compare", str(quickstart_results))
+    r = duet_in_process("compare", str(quickstart_results))
     assert r.returncode == 0, r.stderr
     for word in ("arith-aa", "arith-ab", "seqn", "aduet", "sduet", "verdict"):
         assert word in r.stdout
-    r = run_duet("compare", str(quickstart_results), "--format", "json")
+    r = duet_in_process("compare", str(quickstart_results), "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = check_doc(json.loads(r.stdout))
     assert doc == compare_json(str(quickstart_results))  # in this process: the same
@@ -273,7 +273,7 @@ def test_quickstart_compare_table_json_markdown(quickstart_results, tmp_path):
         for code in row["warnings"]:
             (line,) = [ln for ln in kinds if ln.startswith(f"{code}: ")]
             assert f"{row['benchmark']} {row['method']}" in line, (code, line)
-    md = run_duet(
+    md = duet_in_process(
         "compare", str(quickstart_results), "--format", "markdown", "-o", str(tmp_path / "s.md")
     )
     assert md.returncode == 0 and md.stdout == ""
@@ -318,7 +318,7 @@ def test_fail_on_regression_and_threshold(tmp_path):
     assert all(0 < r["within"] < 0.05 for r in doc["rows"])
     eq = compare_json(str(same), "--threshold", "5%")
     assert {row["verdict"] for row in eq["rows"]} == {"equivalent"}
-    term = run_duet("compare", str(same), "--threshold", "5%")
+    term = duet_in_process("compare", str(same), "--threshold", "5%")
     assert "equivalent (±5 %)" in term.stdout, term.stdout
 
 
@@ -435,16 +435,16 @@ def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
     t = tmp_path / "t.csv"
     synthetic_table(0.0, seed=4).to_csv(t, index=False)
     schema = json.loads(files("duetbench").joinpath("data/compare.schema.json").read_text())
-    r = run_duet("compare", str(t), "--test", "utest-pooled", "--format", "json")
+    r = duet_in_process("compare", str(t), "--test", "utest-pooled", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, schema)
     assert doc["settings"]["test"] == "utest-pooled"
     assert all(row["calibrated"] is False for row in doc["rows"])  # labelled
     assert all(row["rank_p_value"] is not None for row in doc["rows"])
-    r = run_duet("compare", str(t), "--test", "utest-pooled", "--format", "markdown")
+    r = duet_in_process("compare", str(t), "--test", "utest-pooled", "--format", "markdown")
     assert "utest-pooled test (not calibrated" in r.stdout
-    r = run_duet(
+    r = duet_in_process(
         "compare", str(t), "--test", "utest", "--overlap-rate", "thesis", "--min-run-pairs", "0",
         "--format", "json",
     )  # fmt: skip
@@ -453,7 +453,7 @@ def test_u_tests_and_pairing_options_on_the_command_line(tmp_path):
     jsonschema.validate(doc, schema)
     assert doc["settings"]["overlap_rate"] == "thesis" and doc["settings"]["min_run_pairs"] == 0
     assert all(row["calibrated"] and row["verdict"] == "no change detected" for row in doc["rows"])
-    r = run_duet("compare", str(t), "--min-run-pairs", "2")
+    r = duet_in_process("compare", str(t), "--min-run-pairs", "2")
     assert r.returncode == 2 and "--min-run-pairs" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -478,16 +478,16 @@ def test_every_run_statistic_is_offered_and_valid_json(tmp_path, run_stat):
 def test_bad_options_exit_2(tmp_path, args, words):
     t = tmp_path / "t.csv"
     synthetic_table(0.0).to_csv(t, index=False)
-    r = run_duet("compare", str(t), *args)
+    r = duet_in_process("compare", str(t), *args)
     assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bad_table_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("benchmark,method\nx,seqn\n")
-    r = run_duet("compare", str(bad))
+    r = duet_in_process("compare", str(bad))
     assert r.returncode == 2 and "missing column" in r.stderr and "bad.csv" in r.stderr
-    r = run_duet("compare", str(tmp_path / "nothere"))
+    r = duet_in_process("compare", str(tmp_path / "nothere"))
     assert r.returncode == 2 and "does not exist" in r.stderr
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import run_duet
+from tests.helpers import duet_in_process, run_duet
 
 from duetbench.config import load_config, loads_config
 from duetbench.errors import ConfigError
@@ -107,7 +107,7 @@ def test_thesis_example_inheritance_run_base_and_aa():
 
 def test_image_needs_container_executor_unless_local(write_config):
     cfg = write_config(THESIS_LISTING_1)
-    r = run_duet("plan", str(cfg), "--executor", "local")
+    r = duet_in_process("plan", str(cfg), "--executor", "local")
     assert r.returncode == 0, r.stderr
     assert "avrora.aduet.000" in r.stdout
 
@@ -273,7 +273,7 @@ THESIS_DIR = Path(__file__).resolve().parent / "fixtures" / "thesis_configs"
 
 
 def _plan(path: Path, *extra: str) -> list[dict]:
-    r = run_duet("plan", str(path), "--format", "json", *extra)
+    r = duet_in_process("plan", str(path), "--format", "json", *extra)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -581,7 +581,7 @@ def test_plan_table_shows_each_runs_sides_and_cpu_slots():
     from pathlib import Path
 
     cfg = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "duet.yml"
-    r = run_duet("plan", str(cfg), "--executor", "local")
+    r = duet_in_process("plan", str(cfg), "--executor", "local")
     assert r.returncode == 0, r.stderr
     rows = [line.split("│")[1:-1] for line in r.stdout.splitlines() if re.match(r"│ \d", line)]
     cells = [[c.strip() for c in row] for row in rows]

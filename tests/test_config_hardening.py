@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.helpers import run_duet
+from tests.helpers import duet_in_process, run_duet
 from tests.watchdog import deadline
 
 import duetbench.config.yamlload as yamlload
@@ -319,12 +319,12 @@ def test_duet_plan_and_run_check_this_hosts_cpus(tmp_path):
     bad = _missing_cpu()
     cfg = tmp_path / "duet.yml"
     cfg.write_text(NATIVE + f"    cpus: [{_usable_cpu()}, {bad}]\n    iterations: 1\n")
-    r = run_duet("plan", str(cfg))
+    r = duet_in_process("plan", str(cfg))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     usable = cpu_ranges(os.sched_getaffinity(0))
     assert f"not usable on host '{socket.gethostname()}' (usable there: {usable})" in r.stderr
     assert "--no-cpu-check" in r.stderr
-    r = run_duet("plan", str(cfg), "--no-cpu-check")
+    r = duet_in_process("plan", str(cfg), "--no-cpu-check")
     assert r.returncode == 0 and "a.aduet.000" in r.stdout, r.stderr
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "out"))
     assert r.returncode == 2 and f"CPU {bad}, which is not usable" in r.stderr, r.stderr
@@ -453,6 +453,6 @@ def test_duet_plan_exits_2_without_a_traceback(tmp_path, data):
 
 def test_duet_plan_shows_markup_in_values_as_written(write_config):
     cfg = write_config(NATIVE + "    harness: 'y[/]'\n    repetitions: {seqn: 0, aduet: 1}\n")
-    r = run_duet("plan", str(cfg))
+    r = duet_in_process("plan", str(cfg))
     assert r.returncode == 0, r.stderr
     assert "y[/]" in r.stdout

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers import run_duet
+from tests.helpers import duet_in_process, run_duet
 
 from duetbench.cli import main
 
@@ -55,9 +55,9 @@ def finished(tmp_path_factory) -> dict:
     r = run_duet("run", str(cfg), "-o", str(base / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
     root = base / "res" / NAME
-    r = run_duet("compare", str(root), "--format", "json")
+    r = duet_in_process("compare", str(root), "--format", "json")
     assert r.returncode == 0, r.stderr
-    r2 = run_duet("process", str(root), "-o", str(base / "table.csv"))
+    r2 = duet_in_process("process", str(root), "-o", str(base / "table.csv"))
     assert r2.returncode == 0, r2.stderr
     return {
         "config": cfg,

@@ -484,7 +484,7 @@ def test_page_names_are_safe_and_distinct() -> None:
 
 
 def test_json_in_a_script_element_cannot_close_it() -> None:
-    from duetbench.dashboard.pages import script_json
+    from duetbench.report.html.page import script_json
 
     text = script_json({"a": "</script><!-- & -->", "b": float("nan"), "c": [1.5, float("inf")]})
     assert "<" not in text and ">" not in text and "&" not in text

@@ -96,3 +96,41 @@ def test_the_check_reads_citations_as_written(text: str, ok: bool) -> None:
         a in {slug(t) for t in titles} for a in linked
     )
     assert good is ok
+
+
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s#]*)(?:#([\w-]+))?\)")
+
+
+def test_every_relative_link_of_the_docs_reaches_a_file_and_heading() -> None:
+    """Links between the pages (docs/, docs/measurements/, README, DEVELOPERS) reach an
+    existing file, and a heading of it when they name one: moving a study to
+    docs/measurements/ must not leave a link pointing nowhere."""
+    pages = [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    broken = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks are not links
+        for target, anchor in LINK.findall(text):
+            path = (page.parent / target).resolve() if target else page
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif (
+                anchor and path.suffix == ".md" and anchor not in {slug(h) for h in headings(path)}
+            ):
+                broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == []
+
+
+def test_reference_pages_hold_no_dated_run_tables() -> None:
+    """Dated runs live in docs/measurements/ (one page per study); a reference page states
+    how things work and the current figure in a sentence with a link."""
+    dated = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+    found = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines):
+            starts_table = line.startswith("|") and (n == 0 or not lines[n - 1].startswith("|"))
+            before = lines[max(0, n - 8) : n]
+            if starts_table and any(dated.search(x) for x in before if not x.startswith("|")):
+                found.append(f"{page.name}:{n + 1}: a table under a dated run")
+    assert found == []

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from tests.helpers import run_duet
+from tests.helpers import duet_in_process
 
 from duetbench.analysis import slow_down
 from duetbench.analysis.evaluate import TABLES, evaluate
@@ -312,12 +312,12 @@ def test_parse_grid() -> None:
 
 
 def test_duet_evaluate_cli_on_the_quickstart(quickstart_results, tmp_path) -> None:
-    r = run_duet("evaluate", str(quickstart_results))
+    r = duet_in_process("evaluate", str(quickstart_results))
     assert r.returncode == 0, r.stderr
     for word in ("RQ1", "RQ2", "RQ3", "RQ4", "Shuffle check", "arith-aa", "arith-ab", "A/A"):
         assert word in r.stdout
     # every run, unbalanced ones too (what this test checks is the tables, not the load)
-    r = run_duet(
+    r = duet_in_process(
         "evaluate", str(quickstart_results), "--format", "json", "--keep-unbalanced",
         "--slowdowns", "0:15:1", "--min-overlap", "0.1:0.9:0.1",
     )  # fmt: skip
@@ -366,8 +366,8 @@ def test_duet_evaluate_cli_on_the_quickstart(quickstart_results, tmp_path) -> No
     assert len(t["mds"]) == 2 * 3 * 4  # benchmarks x methods x tests
     # an iterations table: A/A only when the user says so
     table = tmp_path / "it.parquet"
-    assert run_duet("process", str(quickstart_results), "-o", str(table)).returncode == 0
-    r = run_duet(
+    assert duet_in_process("process", str(quickstart_results), "-o", str(table)).returncode == 0
+    r = duet_in_process(
         "evaluate", str(table), "--format", "json", "--aa", "arith-aa", "--slowdowns", "0,5,10"
     )
     assert r.returncode == 0, r.stderr
@@ -376,5 +376,5 @@ def test_duet_evaluate_cli_on_the_quickstart(quickstart_results, tmp_path) -> No
     assert sorted({r["slowdown"] for r in doc["tables"]["mds_detail"]}) == pytest.approx(
         [0, 0.05, 0.1]
     )
-    r = run_duet("evaluate", str(table), "--aa", "nope")
+    r = duet_in_process("evaluate", str(table), "--aa", "nope")
     assert r.returncode == 2 and "nope" in r.stderr

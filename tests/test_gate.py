@@ -5,9 +5,12 @@ built by a command, compared base against head (docs/history.md, "Gate")."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 CONFIG = """experiment:
   name: gate
@@ -201,3 +204,141 @@ def test_gate_interrupted_during_a_build_removes_its_worktrees(tmp_path: Path) -
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert git(repo, "worktree", "list").count("\n") == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+def _start_gate(repo: Path, tmp: Path, *args: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "duetbench",
+            "gate",
+            "--base",
+            "c0",
+            "--head",
+            "c1",
+            *map(str, args),
+        ],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    import time
+
+    deadline = time.monotonic() + 120  # only catches a hang
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("phase", "sig"),
+    [
+        ("checkout", signal.SIGTERM),
+        ("build", signal.SIGTERM),
+        ("build", signal.SIGHUP),
+        ("measure", signal.SIGTERM),
+        ("measure", signal.SIGHUP),
+    ],
+    ids=lambda x: getattr(x, "name", x),
+)
+def test_a_signal_in_any_phase_leaves_no_worktree_directory_or_process(
+    tmp_path: Path, phase: str, sig: signal.Signals
+) -> None:
+    """CI cancels a job with SIGTERM: the gate ends as on Ctrl-C (exit 130), its worktrees
+    unregistered, its temporary directory gone, the command it was in (a git hook, the
+    build, a benchmark) stopped."""
+    import time
+
+    repo = make_repo(tmp_path, [5.0, 5.0])
+    tmp, marker, pids = tmp_path / "tmp", tmp_path / "reached", tmp_path / "pids"
+    tmp.mkdir()
+    blocker = f"echo $$ >> '{pids}'; touch '{marker}'; exec sleep 600"
+    if phase == "checkout":  # git runs the post-checkout hook inside `git worktree add`
+        hook = repo / ".git" / "hooks" / "post-checkout"
+        hook.write_text(f"#!/bin/sh\n{blocker}\n")
+        hook.chmod(0o755)
+    config = tmp_path / "block.yml"
+    command = blocker if phase == "measure" else "sleep $(cat build/work.txt)"
+    config.write_text(CONFIG.replace('"sleep $(cat build/work.txt)"', repr(command)))
+    build = blocker if phase == "build" else BUILD
+    proc = _start_gate(repo, tmp, "--build", build, config, "-o", tmp_path / "r")
+    try:
+        _wait_for(marker, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert git(repo, "worktree", "list").count("\n") == 0, git(repo, "worktree", "list")
+    assert list(tmp.iterdir()) == []
+    started = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in started if _alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert left == [], f"{phase}: {left} outlived the gate"
+
+
+def test_a_killed_gates_leftovers_are_removed_by_the_next_gate(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, [5.0, 5.0])
+    tmp, marker = tmp_path / "tmp", tmp_path / "building"
+    tmp.mkdir()
+    proc = _start_gate(repo, tmp, "--build", f"touch '{marker}'; sleep 600", "duet.yml")
+    _wait_for(marker, proc)
+    proc.kill()  # SIGKILL: nothing can clean up
+    proc.communicate()
+    assert git(repo, "worktree", "list").count("\n") == 2
+    (left,) = tmp.iterdir()
+    assert left.name.startswith("duet-trees-")
+    again = _start_gate(repo, tmp, "--build", "exit 3", "duet.yml")
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 2 and "exited with 3" in err, err
+    assert git(repo, "worktree", "list").count("\n") == 0
+    assert list(tmp.iterdir()) == []
+
+
+def test_build_timeout_and_bad_revisions(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, [5.0, 5.0])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    slow = _start_gate(repo, tmp, "--build", "sleep 600", "--build-timeout", "1s", "duet.yml")
+    _, err = slow.communicate(timeout=120)
+    assert slow.returncode == 2 and "did not finish within 1 s" in err, err
+    assert git(repo, "worktree", "list").count("\n") == 0 and list(tmp.iterdir()) == []
+    for command in ("gate", "bisect"):
+        for bad in ("0", "-5", "nan", "soon"):
+            extra = ("--good", "c0", "--bad", "c1") if command == "bisect" else ()
+            p = duet(repo, command, *extra, "--build-timeout", bad, "duet.yml")
+            assert p.returncode == 2 and "--build-timeout" in p.stderr, (command, bad, p.stderr)
+            assert "Traceback" not in p.stderr
+    same = duet(repo, "bisect", "--good", "c1", "--bad", "c1", "duet.yml")
+    assert same.returncode == 2 and "are the same commit" in same.stderr, same.stderr
+
+
+def test_uncommitted_changes_are_named_not_silently_left_out(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, [5.0, 5.0])
+    clean = duet(repo, "gate", "--base", "c0", "--build", "exit 3", "duet.yml")
+    assert clean.returncode == 2 and "uncommitted" not in clean.stderr
+    (repo / "work.txt").write_text("0.5\n")  # a change not committed
+    dirty = duet(repo, "gate", "--base", "c0", "--build", "exit 3", "duet.yml")
+    assert dirty.returncode == 2 and "uncommitted changes (e.g. work.txt)" in dirty.stderr
+    assert git(repo, "rev-parse", "HEAD")[:10] in dirty.stderr

@@ -1,7 +1,11 @@
 """`duet history add | list | show | changes | mark | unmark | marks`, `duet dashboard` and
 `duet run --history` as users call them: SQLite files (relative, absolute, with spaces,
 from $DUET_HISTORY) and PostgreSQL URLs; errors exit 2 with a clear message; a killed
-`duet history add` leaves the repository as before or complete; concurrent adds land."""
+`duet history add` leaves the repository as before or complete; concurrent adds land.
+
+The history and dashboard commands run through `duetbench.cli.main` in this process
+(`duet`, the same parser and code, without an interpreter start per call); `duet run`
+and the adds that are killed or run concurrently run as processes."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.conftest import run_duet
+from tests.helpers import duet_in_process
 from tests.history_helpers import (
     HOST,
     build_history,
@@ -56,7 +61,7 @@ KEEP = ("--keep-unbalanced",)
 
 
 def duet_ok(*args: str, **kw) -> subprocess.CompletedProcess[str]:
-    r = run_duet(*args, **kw)
+    r = duet_in_process(*args, **kw)
     assert r.returncode == 0, f"duet {' '.join(args)}: {r.stdout}\n{r.stderr}"
     return r
 
@@ -137,17 +142,28 @@ def test_add_versions_from_git_and_one_label(tmp_path: Path, tiny_results: Path)
     assert v["commit_ns"] is not None
     # one label for both sides; the same results again is refused, exit 2
     other = str(tmp_path / "o.sqlite")
-    duet_ok("history", "add", str(tiny_results), "--repo", other, "--version", "nightly-42", *KEEP)
+    duet_ok("history", "add", str(tiny_results), "--repo", other, "--versions", "nightly-42", *KEEP)
     (e,) = history_json("list", "--repo", other)["experiments"]
     assert (e["version_a"], e["version_b"]) == ("nightly-42", "nightly-42")
-    r = run_duet("history", "add", str(tiny_results), "--repo", other, "--version", "nightly-43")
+    r = duet_in_process(
+        "history", "add", str(tiny_results), "--repo", other, "--versions", "nightly-43"
+    )
     assert r.returncode == 2 and "already in the repository" in r.stderr
     assert "Traceback" not in r.stderr
+    # the hint is a command that works: remove it, and the add goes through
+    hint = f"duet history remove {e['id']} --repo {other}"
+    assert hint in " ".join(r.stderr.split()), r.stderr
+    removed = duet_ok(*hint.split()[1:])
+    assert f"removed experiment #{e['id']} 'tiny'" in " ".join(removed.stdout.split())
+    assert history_json("list", "--repo", other)["experiments"] == []
+    duet_ok("history", "add", str(tiny_results), "--repo", other, "--versions", "nightly-43")
+    r = duet_in_process("history", "remove", "99", "--repo", other)
+    assert r.returncode == 2 and "no experiment #99" in r.stderr
 
 
 def test_errors_are_clear_and_exit_2(tmp_path: Path, tiny_results: Path) -> None:
     missing = tmp_path / "missing.sqlite"
-    r = run_duet("history", "list", "--repo", str(missing))
+    r = duet_in_process("history", "list", "--repo", str(missing))
     assert r.returncode == 2 and "does not exist" in r.stderr
     assert not missing.exists()  # reading never creates a repository
     garbage = tmp_path / "garbage.sqlite"
@@ -156,21 +172,25 @@ def test_errors_are_clear_and_exit_2(tmp_path: Path, tiny_results: Path) -> None
     with sqlite3.connect(foreign) as con:
         con.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
     for path, words in ((garbage, "not a duetbench results repository"), (foreign, "customers")):
-        for cmd in (["list"], ["changes"], ["add", str(tiny_results), "--version", "v1"]):
-            r = run_duet("history", *cmd, "--repo", str(path))
+        for cmd in (["list"], ["changes"], ["add", str(tiny_results), "--versions", "v1"]):
+            r = duet_in_process("history", *cmd, "--repo", str(path))
             assert r.returncode == 2 and words in r.stderr, (cmd, r.stderr)
             assert "Traceback" not in r.stderr
-        r = run_duet("dashboard", "--repo", str(path), "-o", str(tmp_path / "site"))
+        r = duet_in_process("dashboard", "--repo", str(path), "-o", str(tmp_path / "site"))
         assert r.returncode == 2 and words in r.stderr, r.stderr
     assert garbage.read_bytes() == b"not a database at all" * 100  # left as it was
-    r = run_duet("history", "list", env={"DUET_HISTORY": ""})
+    r = duet_in_process("history", "list", env={"DUET_HISTORY": ""})
     assert r.returncode == 2 and "--repo" in r.stderr and "DUET_HISTORY" in r.stderr
     new = tmp_path / "new.sqlite"
-    r = run_duet("history", "add", str(tiny_results), "--repo", str(new))
+    r = duet_in_process("history", "add", str(tiny_results), "--repo", str(new))
     assert r.returncode == 2 and "--versions" in r.stderr
-    r = run_duet("history", "add", str(tmp_path / "nope"), "--repo", str(new), "--version", "v1")
+    r = duet_in_process(
+        "history", "add", str(tmp_path / "nope"), "--repo", str(new), "--versions", "v1"
+    )
     assert r.returncode == 2 and "does not exist" in r.stderr
-    r = run_duet("history", "add", str(tiny_results), "--repo", str(new), "--version", "A=v1")
+    r = duet_in_process(
+        "history", "add", str(tiny_results), "--repo", str(new), "--versions", "A=v1"
+    )
     assert r.returncode == 2 and "side B is missing" in r.stderr
     assert not new.exists()  # bad flags create no repository
 
@@ -184,20 +204,20 @@ def test_changes_marks_and_fail_on_regression(tmp_path: Path) -> None:
     assert (c["first_bad"], c["last_good"], c["direction"]) == ("v012", "v011", "slower")
     assert c["ci_low"] <= 0.08 <= c["ci_high"]
     out = tmp_path / "changes.md"
-    r = run_duet("history", "changes", "--repo", repo, "--format", "markdown", "-o", str(out),
+    r = duet_in_process("history", "changes", "--repo", repo, "--format", "markdown", "-o", str(out),
                  "--fail-on-regression")  # fmt: skip
     assert r.returncode == 1, r.stderr
     md = out.read_text()
     assert "v012" in md and f"{c['change'] * 100:+.2f} %" in md and "🔴 slower" in md
-    table = run_duet("history", "changes", "--repo", repo).stdout
+    table = duet_in_process("history", "changes", "--repo", repo).stdout
     assert "v012" in table and f"{c['change'] * 100:+.2f} %" in table
-    assert run_duet("history", "changes", "--repo", repo, "--since", "v013",
+    assert duet_in_process("history", "changes", "--repo", repo, "--since", "v013",
                     "--fail-on-regression").returncode == 0  # fmt: skip
-    r = run_duet("history", "changes", "--repo", repo, "--since", "v99")
+    r = duet_in_process("history", "changes", "--repo", repo, "--since", "v99")
     assert r.returncode == 2 and "v99" in r.stderr
 
     # marking v012 as excluded joins the steps around it; the change moves to v013
-    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--version", "v012",
+    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--at", "v012",
             "--exclude", "--note", "built without -O2")  # fmt: skip
     (m,) = history_json("marks", "--repo", repo)["marks"]
     assert (m["version"], m["kind"], m["note"]) == ("v012", "exclude", "built without -O2")
@@ -206,17 +226,17 @@ def test_changes_marks_and_fail_on_regression(tmp_path: Path) -> None:
     duet_ok("history", "unmark", str(m["id"]), "--repo", repo)
     assert history_json("marks", "--repo", repo)["marks"] == []
     # a change marked by hand is reported whatever the detection says
-    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--version", "v020",
+    duet_ok("history", "mark", "--repo", repo, "--benchmark", "parse", "--at", "v020",
             "--change", "--note", "new allocator")  # fmt: skip
     found = {c["first_bad"]: c for c in history_json("changes", "--repo", repo)["changes"]}
     assert set(found) == {"v012", "v020"} and found["v020"]["source"] == "marked"
-    for bad in (["--version", "v99"], ["--benchmark", "nope"]):
-        args = {"--benchmark": "parse", "--version": "v010"}
+    for bad in (["--at", "v99"], ["--benchmark", "nope"]):
+        args = {"--benchmark": "parse", "--at": "v010"}
         args[bad[0]] = bad[1]
-        r = run_duet("history", "mark", "--repo", repo, *[x for kv in args.items() for x in kv],
+        r = duet_in_process("history", "mark", "--repo", repo, *[x for kv in args.items() for x in kv],
                      "--exclude", "--note", "x")  # fmt: skip
         assert r.returncode == 2 and bad[1] in r.stderr, r.stderr
-    r = run_duet("history", "unmark", "99", "--repo", repo)
+    r = duet_in_process("history", "unmark", "99", "--repo", repo)
     assert r.returncode == 2 and "#99" in r.stderr
 
 
@@ -235,7 +255,7 @@ def test_dashboard_command(tmp_path: Path) -> None:
     other = tmp_path / "docs"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
-    r = run_duet("dashboard", "--repo", repo, "-o", str(other))
+    r = duet_in_process("dashboard", "--repo", repo, "-o", str(other))
     assert r.returncode == 2 and "not written by `duet dashboard`" in r.stderr
     assert (other / "keep.txt").read_text() == "mine"
 
@@ -269,7 +289,7 @@ def start_add(repo: str, table: Path, version: str, hooks: dict[str, str] | None
             str(table),
             "--repo",
             repo,
-            "--version",
+            "--versions",
             version,
         ],  # fmt: skip
         env={**os.environ, **(hooks or {})},
@@ -332,13 +352,15 @@ def test_concurrent_cli_adds_all_land(repo_url: str, tmp_path: Path) -> None:
 def test_postgresql_url_everywhere(pg_server: str, tmp_path: Path, tiny_results: Path) -> None:
     url = fresh_database(pg_server, "cli_" + uuid.uuid4().hex[:12])
     duet_ok("history", "add", str(tiny_results), "--repo", url, "--versions", "A=v1,B=v2", *KEEP)
-    r = run_duet("history", "add", str(tiny_results), "--repo", url, "--versions", "A=v1,B=v2")
+    r = duet_in_process(
+        "history", "add", str(tiny_results), "--repo", url, "--versions", "A=v1,B=v2"
+    )
     assert r.returncode == 2 and "already in the repository" in r.stderr
     doc = history_json("list", "--repo", url)
     assert [e["name"] for e in doc["experiments"]] == ["tiny"]
     assert history_json("show", "--repo", url, "--benchmark", "ab")["series"]
     assert history_json("changes", "--repo", url)["changes"] == []
-    duet_ok("history", "mark", "--repo", url, "--benchmark", "ab", "--version", "v2",
+    duet_ok("history", "mark", "--repo", url, "--benchmark", "ab", "--at", "v2",
             "--change", "--note", "compiler update")  # fmt: skip
     (c,) = history_json("changes", "--repo", url)["changes"]
     assert (c["first_bad"], c["source"]) == ("v2", "marked")
@@ -348,3 +370,129 @@ def test_postgresql_url_everywhere(pg_server: str, tmp_path: Path, tiny_results:
     assert doc["benchmarks"] == 2
     with_env = history_json("list", env={"DUET_HISTORY": url})
     assert [e["name"] for e in with_env["experiments"]] == ["tiny"]
+
+
+SECRET = "S3cr3t-pw%41"  # percent-encoded in a URI, a literal in a key=value string
+
+
+def _with_password(url: str, form: str) -> str:
+    """``url`` (postgresql://postgres@/DB?host=SOCK) with a password, in one libpq form."""
+    rest = url.split("@/", 1)[1]
+    db, _, host = rest.partition("?host=")
+    return {
+        "query": f"{url}&password={SECRET}",
+        "userinfo": f"postgresql://postgres:{SECRET}@/{db}?host={host}",
+        "keyvalue": f"host={host} dbname={db} user=postgres password='{SECRET} x'",
+    }[form]
+
+
+@pytest.mark.parametrize("form", ["query", "userinfo", "keyvalue"])
+def test_a_postgresql_password_appears_in_no_output(
+    pg_server: str, tmp_path: Path, tiny_results: Path, form: str
+) -> None:
+    """The password of every libpq form (the server trusts, so any password connects) is in
+    no command's output, no error and no file of a built dashboard."""
+    url = _with_password(fresh_database(pg_server, "pw_" + uuid.uuid4().hex[:12]), form)
+    secrets = (SECRET, SECRET.replace("%41", "A"))
+    outputs = [duet_ok("history", "add", str(tiny_results), "--repo", url, "--versions", "v1")]
+    # every format of every reading command once (they share the location's text); the
+    # other forms through the table and the dashboard
+    formats = ("table", "json", "markdown") if form == "query" else ("table",)
+    for fmt in formats:
+        outputs.append(duet_ok("history", "list", "--repo", url, "--format", fmt))
+    if form == "query":
+        for fmt in formats:
+            outputs.append(duet_ok("history", "changes", "--repo", url, "--format", fmt))
+        outputs.append(duet_ok("history", "show", "--repo", url, "--benchmark", "ab"))
+    outputs.append(duet_ok("dashboard", "--repo", url, "-o", str(tmp_path / "site")))
+    # errors: a duplicate add, a database that does not exist, an unknown connection option
+    outputs.append(run_duet("history", "add", str(tiny_results), "--repo", url, "--versions", "v1"))
+    missing = url.replace("pw_", "nope_")
+    outputs.append(run_duet("history", "list", "--repo", missing))
+    outputs.append(
+        run_duet(
+            "history", "list", "--repo", url + ("&bogus=1" if form != "keyvalue" else " bogus=1")
+        )
+    )
+    # libpq cannot parse it and quotes the password: a bad %-escape, an unterminated quote
+    bad = url.replace(SECRET, SECRET + "%zz") if form != "keyvalue" else url.rstrip("'")
+    outputs.append(run_duet("history", "list", "--repo", bad))
+    assert [o.returncode for o in outputs[-4:]] == [2, 2, 2, 2], [o.stderr for o in outputs[-4:]]
+    for o in outputs:
+        assert "Traceback" not in o.stderr
+        for s in secrets:
+            assert s not in o.stdout + o.stderr, (o.args, o.stdout, o.stderr)
+    assert "***" in outputs[1].stdout  # the location is shown, its password hidden
+    files = [p for p in (tmp_path / "site").rglob("*") if p.is_file()]
+    assert any(p.name == ".duet-dashboard.json" for p in files) and len(files) > 4
+    for p in files:
+        data = p.read_bytes()
+        for s in secrets:
+            assert s.encode() not in data, p
+
+
+def _pg_tables(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+READ_ONLY = (
+    ("history", "list"),
+    ("history", "changes"),
+    ("history", "show", "--benchmark", "ab"),
+    ("history", "marks"),
+    ("dashboard", "-o", "SITE"),
+)
+
+
+def test_reading_commands_never_create_a_repository(
+    pg_server: str, tmp_path: Path, tiny_results: Path
+) -> None:
+    """`list`, `changes`, `show`, `marks` and `dashboard` on an empty database (PostgreSQL
+    or a 0-byte SQLite file) exit 2 and write nothing; a database holding another
+    program's tables is refused by every command, `add` included."""
+    import psycopg
+
+    empty_pg = fresh_database(pg_server, "ro_" + uuid.uuid4().hex[:12])
+    empty_file = tmp_path / "empty.sqlite"
+    empty_file.write_bytes(b"")
+    foreign = fresh_database(pg_server, "fo_" + uuid.uuid4().hex[:12])
+    with psycopg.connect(foreign, autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id integer PRIMARY KEY, name text)")
+    site = str(tmp_path / "site")
+    for repo in (empty_pg, str(empty_file), foreign):
+        for cmd in READ_ONLY:
+            r = run_duet(*[site if a == "SITE" else a for a in cmd], "--repo", repo)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (cmd, r.stderr)
+            assert ("holds no results repository" if repo != foreign else "customers") in r.stderr
+    assert _pg_tables(empty_pg) == set() and empty_file.stat().st_size == 0
+    assert not (tmp_path / "site").exists()
+    r = run_duet("history", "add", str(tiny_results), "--repo", foreign, "--versions", "v1")
+    assert r.returncode == 2 and "not a duetbench results repository" in r.stderr, r.stderr
+    assert _pg_tables(foreign) == {"customers"}
+
+
+def test_gc_removes_what_a_killed_add_left(tmp_path: Path) -> None:
+    repo = str(tmp_path / "r.sqlite")
+    paths = tables(tmp_path, 2)
+    first = start_add(repo, paths[0], "v0")
+    assert first.wait(DEADLINE_S) == 0, first.stderr.read()
+    hooks = {HOOK_STEP_ENV: "table-written", HOOK_DIR_ENV: str(tmp_path)}
+    killed = start_add(repo, paths[1], "v1", hooks)
+    wait_for(tmp_path / "table-written.reached", killed, DEADLINE_S)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(DEADLINE_S)
+    stored = sorted((tmp_path / "r.sqlite-tables").rglob("*.parquet"))
+    assert len(stored) == 2  # the first add's table, and the orphan
+    young = duet_ok("history", "gc", "--repo", repo)  # an add may be about to use it
+    assert "removed 0 unused" in young.stdout
+    old = duet_ok("history", "gc", "--repo", repo, "--min-age", "0")
+    assert "removed 1 unused stored files" in old.stdout
+    assert len(list((tmp_path / "r.sqlite-tables").rglob("*.parquet"))) == 1
+    assert [e["version_b"] for e in history_json("list", "--repo", repo)["experiments"]] == ["v0"]
+    assert len(history_json("show", "--repo", repo, "--benchmark", "parse")["series"]) >= 1

@@ -340,3 +340,39 @@ def test_remove_and_collect_garbage(tmp_path: Path) -> None:
         assert len(repo.iterations(b.id)) > 0
         with pytest.raises(HistoryError, match="no experiment #"):
             repo.remove(a.id)
+
+
+@pytest.mark.parametrize(
+    ("given", "shown", "secret"),
+    [
+        ("postgresql://u:Pw1@h:5432/db", "postgresql://u:***@h:5432/db", "Pw1"),
+        ("postgres://u:p%40w@h/db?sslmode=require", "postgres://u:***@h/db?sslmode=require", "p@w"),
+        (
+            "postgresql://u@h/db?password=Pw1&host=/s",
+            "postgresql://u@h/db?password=***&host=/s",
+            "Pw1",
+        ),
+        ("postgresql://u@h/db?PassWord=Pw1", "postgresql://u@h/db?PassWord=***", "Pw1"),
+        ("postgresql://u@h/db?pass%77ord=Pw1", "postgresql://u@h/db?pass%77ord=***", "Pw1"),
+        ("postgresql://u@h/db?sslpassword=Pw1", "postgresql://u@h/db?sslpassword=***", "Pw1"),
+        ("host=h dbname=db password=Pw1", "host=h dbname=db password=***", "Pw1"),
+        ("host=h password = 'P w\\' x' dbname=db", "host=h password = *** dbname=db", "P w' x"),
+        ("host=h dbname=db password='Pw1", "host=h dbname=db password=***", "Pw1"),
+        ("host=h dbname=db password Pw1", "host=h dbname=db password***", "Pw1"),
+    ],
+)
+def test_every_libpq_password_form_is_hidden(given: str, shown: str, secret: str) -> None:
+    from duetbench.history._db import Location
+
+    loc = Location.parse(given)
+    assert loc.kind == "postgresql" and str(loc) == shown
+    assert secret not in loc.scrub(f"cannot use {given!r}: bad value {secret!r}")
+
+
+def test_a_file_named_like_a_setting_is_still_a_file() -> None:
+    from duetbench.history._db import Location
+
+    assert Location.parse("perf=1.sqlite").kind == "sqlite"
+    assert Location.parse("sqlite:host=x").kind == "sqlite"
+    assert Location.parse("host=db dbname=perf").name == "perf"
+    assert Location.parse("postgresql://u@h/perf%20db?x=1").name == "perf db"

@@ -32,7 +32,10 @@ from duetbench.execute.placement import resolve_placement
 from duetbench.process import process
 from duetbench.schedule.inline import run_experiment
 
-OPS = 60_000_000  # A's operations per iteration (int: ~120 ms on the project's 2-vCPU VM)
+# A's operations per iteration (int: ~90 ms on the project's 2-vCPU VM): many scheduler
+# time slices per iteration, so the intruder's share averages out within one (60 M cost
+# 40 s more of the suite's time; 30 M read an aduet 2x as 1.35 beside other suites)
+OPS = 45_000_000
 #: the intruder: one busy loop, bounded in time even if the finally never ran
 INTRUDER = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
 

@@ -67,12 +67,13 @@ FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     )
 )
 #: The base layer: pure Python, importing only each other.
-BASE = tuple(f"{PKG}.{m}" for m in ("errors", "schema", "options", "records", "units", "_version"))
+_BASE = ("errors", "schema", "options", "records", "units", "_version", "text", "files")
+BASE = tuple(f"{PKG}.{m}" for m in _BASE)
 #: The layer of every top-level module or package (docs/architecture.md, "Packages and
 #: layers"): a module imports only modules of its own layer or below. `duetbench` is the
 #: package's __init__ (the public `load`).
 LAYERS: dict[str, int] = {
-    **dict.fromkeys(("errors", "schema", "options", "records", "units", "_version"), 0),
+    **dict.fromkeys(_BASE, 0),
     **dict.fromkeys(
         ("config", "plan", "store", "atomic", "sync", "noise", "parse", "proctools"), 1
     ),

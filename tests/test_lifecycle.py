@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -143,6 +144,10 @@ def test_commands_duet_starts_die_with_it(tmp_path, stage, sig):
             proc.wait()
     if sig != signal.SIGKILL:
         assert rc == 130 and "Traceback" not in err, err
+    if sig != signal.SIGKILL and stage == "background":  # interrupted among the runs
+        # the hint repeats the command as typed, config path included
+        hint = shlex.join(["duet", "run", str(cfg), "-o", str(tmp_path / "res"), "--resume"])
+        assert f"Continue with: {hint}" in " ".join(err.split()), err
     deadline = time.monotonic() + 20
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from duetbench.errors import DuetError, ResultFileError
-from duetbench.parse._util import parse_date_output
+from duetbench.parse._dates import parse_date_output
 from duetbench.parse.dacapo import parse_dacapo, parse_scalabench
 from duetbench.parse.generic import parse_generic
 from duetbench.parse.hyperfine import parse_hyperfine

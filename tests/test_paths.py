@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers import ROOT, recorded_as_is, run_duet
+from tests.helpers import ROOT, duet_in_process, recorded_as_is, run_duet
 
 from duetbench.errors import ConfigError
 
@@ -97,12 +97,12 @@ def _check_results(root: Path, tmp_path: Path, kind: str) -> None:
     other = tmp_path / "other place"
     other.mkdir(exist_ok=True)
     rel = os.path.relpath(root, other)
-    r = run_duet("process", rel, "-o", "it.csv", cwd=other)
+    r = duet_in_process("process", rel, "-o", "it.csv", cwd=other)
     assert r.returncode == 0, r.stderr
     table = pd.read_csv(other / "it.csv")
     assert len(table) > 0 and not r.stderr.startswith("0 iterations"), r.stderr
     # every run (what this test checks is paths; a busy machine makes duets unbalanced)
-    r = run_duet(
+    r = duet_in_process(
         "compare", rel, "--format", "json", "--resamples", "200", "--keep-unbalanced", cwd=other
     )
     assert r.returncode == 0, r.stderr
@@ -150,10 +150,10 @@ def test_other_commands_take_a_relative_results_dir(tmp_path):
         ("report", rel, "--format", "markdown", "--resamples", "100"),
         ("report", rel, "-o", "r.html", "--resamples", "100"),
     ):
-        r = run_duet(*args, cwd=elsewhere)
+        r = duet_in_process(*args, cwd=elsewhere)
         assert r.returncode == 0, (args, r.stderr)
         assert "problem:" not in r.stdout + r.stderr, (args, r.stdout, r.stderr)
-    md = run_duet("report", rel, "--format", "markdown", "--resamples", "100", cwd=elsewhere)
+    md = duet_in_process("report", rel, "--format", "markdown", "--resamples", "100", cwd=elsewhere)
     assert "| b " in md.stdout
 
 
@@ -164,7 +164,7 @@ def test_results_written_before_the_fix_resolve_once(tmp_path):
     cfg.write_text(_config("suite"))
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
-    r = run_duet("process", "res/t", "-o", "it.csv", cwd=tmp_path)
+    r = duet_in_process("process", "res/t", "-o", "it.csv", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "problem" not in r.stderr, r.stderr
     assert len(pd.read_csv(tmp_path / "it.csv")) == 3 * 2 * 4  # 4 seqn runs, 1 aduet, 4 iterations
@@ -182,7 +182,7 @@ def test_rich_markup_in_output_path_runs_compares_and_resumes(tmp_path):
     assert "MarkupError" not in r.stderr and "Traceback" not in r.stderr
     assert "res[/tmp]" in r.stderr.replace("\n", "")  # the path shown as typed, not as markup
     root = tmp_path / out / "t"
-    r = run_duet("compare", str(root), cwd=tmp_path)
+    r = duet_in_process("compare", str(root), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert " b " in r.stdout
     r = run_duet("run", "duet.yml", "-o", out, "--resume", cwd=tmp_path)
@@ -193,7 +193,7 @@ def test_rich_markup_in_output_path_runs_compares_and_resumes(tmp_path):
     info = json.loads(host_file.read_text())
     info["cpu_model"] = "CPU[/] [bold]x"
     host_file.write_text(json.dumps(info))
-    r = run_duet("hosts", str(root))
+    r = duet_in_process("hosts", str(root))
     assert r.returncode == 0, r.stderr
     assert "CPU[/] [bold]x" in r.stdout
 
@@ -218,10 +218,10 @@ def test_rich_markup_in_table_values_is_shown_as_text(tmp_path):
                     )
     path = tmp_path / "t[bold].csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    r = run_duet("compare", str(path), "--resamples", "200")
+    r = duet_in_process("compare", str(path), "--resamples", "200")
     assert r.returncode == 0, r.stderr
     assert "x[/]" in r.stdout and "[bold]y" in r.stdout and "e[/x]" in r.stdout
-    r = run_duet("evaluate", str(path), "--resamples", "100")
+    r = duet_in_process("evaluate", str(path), "--resamples", "100")
     assert r.returncode == 0, r.stderr
     assert "x[/]" in r.stdout and "[bold]y" in r.stdout
 
@@ -248,7 +248,7 @@ def test_markdown_shows_names_and_paths_as_text(tmp_path):
     path = tmp_path / "t.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     for cmd in (("compare",), ("report",)):
-        r = run_duet(*cmd, str(path), "--format", "markdown", "--resamples", "100")
+        r = duet_in_process(*cmd, str(path), "--format", "markdown", "--resamples", "100")
         assert r.returncode == 0, r.stderr
         md = r.stdout
         assert "<img" not in md and "<b>" not in md, md
@@ -410,7 +410,7 @@ def test_sync_placeholder_in_containers_with_hostile_output_path(tmp_path, image
     other = tmp_path / "other place"
     other.mkdir()
     rel = os.path.relpath(root, other)
-    r = run_duet("compare", rel, "--format", "json", "--keep-unbalanced", cwd=other)
+    r = duet_in_process("compare", rel, "--format", "json", "--keep-unbalanced", cwd=other)
     assert r.returncode == 0, r.stderr
     (row,) = json.loads(r.stdout)["rows"]
     assert row["runs"] == 2 and row["pairs"] > 0

@@ -196,3 +196,29 @@ def test_seed_keys_tell_the_parts_apart():
     assert seed_key("ab", "c") != seed_key("a", "bc")
     assert seed_key(1, "x") == seed_key("1", "x")  # parts are written as text
     assert 0 <= seed_key("rmit") < 2**64
+
+
+def test_a_long_plan_is_printed_as_plain_text_and_as_json(tmp_path) -> None:
+    """100 000 runs took minutes and 0.8 GB in a rich table: a plan longer than
+    terminal.PLAIN_ROWS is printed as aligned plain text, every run on its line."""
+    from tests.helpers import run_duet
+
+    from duetbench.report.terminal import PLAIN_ROWS
+
+    n = PLAIN_ROWS + 1
+    cfg = tmp_path / "long.yml"
+    cfg.write_text(
+        f"experiment:\n  name: long\n  repetitions: {{aduet: {n}}}\n  default_artifacts: false\n"
+        "benchmarks:\n  b: {command: 'true', iterations: 1}\n"
+    )
+    r = run_duet("plan", str(cfg))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert not any(c in r.stdout for c in "│┃┏━")  # no boxes
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "run"])
+    rows = lines[header + 2 :]
+    assert len(rows) == n and rows[0].split()[0] == "0" and rows[-1].split()[0] == str(n - 1)
+    assert sorted(line.split()[1] for line in rows) == sorted(f"b.aduet.{i:03d}" for i in range(n))
+    doc = json.loads(run_duet("plan", str(cfg), "--format", "json").stdout)
+    assert [d["run_id"] for d in doc] == [line.split()[1] for line in rows]
+    assert json.loads(json.dumps(RunSpec.from_dict(doc[0]).to_dict())) == doc[0]

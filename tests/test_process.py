@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers import recorded_as_is, run_duet
+from tests.helpers import duet_in_process, recorded_as_is, run_duet
 
 import duetbench
 from duetbench.errors import ResultFileError
@@ -35,7 +35,7 @@ def test_quickstart_processes_into_the_documented_table(quickstart_results, tmp_
     assert "host_cpu_model" in df.columns and "artifact_uname" in df.columns
     # the CLI writes Parquet and CSV that load back identically
     for name in ("it.parquet", "it.csv"):
-        r = run_duet("process", str(quickstart_results), "-o", str(tmp_path / name))
+        r = duet_in_process("process", str(quickstart_results), "-o", str(tmp_path / name))
         assert r.returncode == 0, r.stderr
         back = duetbench.load(tmp_path / name)
         assert len(back) == len(df)
@@ -66,7 +66,7 @@ def test_malformed_result_is_reported_and_skipped(quickstart_results, tmp_path):
     assert rep.runs_excluded == {"failed": 1}
     full = process(quickstart_results).table
     assert len(rep.table) == len(full) - 10 - 10  # the skipped side and the failed run
-    r = run_duet("compare", str(root))
+    r = duet_in_process("compare", str(root))
     assert r.returncode == 0, r.stderr
     assert "truncated" in r.stdout and "1 failed run" in r.stdout
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from tests.browser import CHROMIUM, Browser
-from tests.helpers import HANG_S, ROOT, SETUP_HINT, run_duet
+from tests.helpers import HANG_S, ROOT, SETUP_HINT, duet_in_process
 
 from duetbench.analysis.evaluate import evaluate
 from duetbench.analysis.simulate import simulate
@@ -99,7 +99,7 @@ def check_rendered(s: dict[str, Any]) -> None:
 def test_quickstart_report_is_offline_small_and_renders(quickstart_results, tmp_path) -> None:
     out = tmp_path / "report.html"
     t = time.monotonic()
-    r = run_duet("report", str(quickstart_results), "-o", str(out))
+    r = duet_in_process("report", str(quickstart_results), "-o", str(out))
     build_s = time.monotonic() - t
     assert r.returncode == 0, r.stderr
     text = out.read_text(encoding="utf-8")
@@ -157,7 +157,7 @@ def test_report_of_a_multi_host_table_renders(tmp_path) -> None:
 
 
 def test_markdown_report(quickstart_results) -> None:
-    r = run_duet("report", str(quickstart_results), "--format", "markdown")
+    r = duet_in_process("report", str(quickstart_results), "--format", "markdown")
     assert r.returncode == 0, r.stderr
     md = r.stdout
     assert md.startswith("## duetbench report: quickstart")

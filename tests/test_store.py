@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers import run_duet
+from tests.helpers import duet_in_process, run_duet
 
 from duetbench.atomic import write_atomic
 from duetbench.cli import main
@@ -370,11 +370,11 @@ def test_a_second_duet_run_leaves_the_first_ones_run_in_flight_alone(tmp_path):
     wait_for(lambda: list(runs.glob(".tmp-gated.*")), "the first's gated run to be in flight")
     in_flight = list(runs.glob(".tmp-gated.*"))
     # readers are not blocked, and read what is finished
-    r = run_duet("process", str(out / "g"), "-o", str(tmp_path / "t.csv"))
+    r = duet_in_process("process", str(out / "g"), "-o", str(tmp_path / "t.csv"))
     assert r.returncode == 0, r.stderr
     assert set(pd.read_csv(tmp_path / "t.csv")["benchmark"]) == {"quick"}
-    assert run_duet("compare", str(out / "g")).returncode == 0
-    r = run_duet("report", str(out / "g"), "-o", str(tmp_path / "r.html"))
+    assert duet_in_process("compare", str(out / "g")).returncode == 0
+    r = duet_in_process("report", str(out / "g"), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 0 and (tmp_path / "r.html").stat().st_size > 0, r.stderr
     for flags in ([], ["--resume"]):
         second = Duet(cfg, "-o", out, *flags)

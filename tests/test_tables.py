@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from tests.helpers import run_duet
+from tests.helpers import duet_in_process
 
 from duetbench.analysis.simulate import simulate
 from duetbench.report import formatting as fmt
@@ -73,21 +73,21 @@ def test_the_verdict_table_is_the_same_in_every_format(tmp_path, options) -> Non
     df.to_csv(table, index=False)
     src = str(table)
 
-    r = run_duet("compare", src, *options)
+    r = duet_in_process("compare", src, *options)
     assert r.returncode == 0, r.stderr
     terminal = terminal_rows(r.stdout)
-    r = run_duet("compare", src, "--format", "markdown", *options)
+    r = duet_in_process("compare", src, "--format", "markdown", *options)
     assert r.returncode == 0, r.stderr
     markdown = markdown_rows(r.stdout)
-    r = run_duet("compare", src, "--format", "json", *options)
+    r = duet_in_process("compare", src, "--format", "json", *options)
     assert r.returncode == 0, r.stderr
     from_json = json_rows(json.loads(r.stdout))
     grids = ("--slowdowns", "0,5", "--min-overlap", "0.3,0.5", "--shuffles", "2")
     out = tmp_path / "report.html"
-    r = run_duet("report", src, "-o", str(out), *grids, *options)
+    r = duet_in_process("report", src, "-o", str(out), *grids, *options)
     assert r.returncode == 0, r.stderr
     report = html_rows(out.read_text(encoding="utf-8"))
-    r = run_duet("report", src, "--format", "markdown", *grids, *options)
+    r = duet_in_process("report", src, "--format", "markdown", *grids, *options)
     assert r.returncode == 0, r.stderr
     report_md = markdown_rows(r.stdout.split("\n### ")[0])  # the verdict table comes first
 

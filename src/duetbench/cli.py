@@ -5,7 +5,9 @@ Every command lives in its own module of :mod:`duetbench.commands` (listed in
 errors to exit statuses (:class:`~duetbench.errors.ExitCode`, README.md "Exit status"):
 a :class:`~duetbench.errors.DuetError` prints its message (``--debug`` or
 ``DUET_DEBUG``: its traceback) and exits with its code, Ctrl-C exits 130, a closed
-pipe 0.
+pipe 0. SIGTERM (how CI cancels a job) and SIGHUP (a closed terminal) end every command as
+Ctrl-C does (:func:`terminating_signals_interrupt`), so the cleanup of whatever phase it is
+in runs: worktrees, workers, temporary files.
 """
 
 from __future__ import annotations
@@ -13,11 +15,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 from ._version import __version__
 from .commands import COMMANDS
 from .errors import DuetError, ExitCode
+from .text import visible
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -37,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duet",
         description="A/B performance comparison with duet benchmarking.",
+        epilog="documentation: `duet help` lists the pages; a message citing "
+        "docs/NAME.md is read with `duet help NAME`. Start with `duet help getting-started`.",
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"duetbench {__version__}")
@@ -51,21 +61,69 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: signals that end duet as Ctrl-C does
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def terminating_signals_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does.
+
+    Without this they end the interpreter at once: no ``finally`` runs, so a gate left
+    its worktrees and a micro calibration its worker. With it, every phase of every
+    command cleans up as on Ctrl-C (exit 130). A signal that is ignored (``nohup``)
+    stays ignored."""
+    previous = {}
+    for sig in TERMINATING:
+        try:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread (an embedding program's worker)
+            break
+    try:
+        yield
+    finally:
+        for sig, prev in previous.items():
+            signal.signal(sig, prev)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
+    args.argv = given  # the command line as typed, for hints that repeat it (--resume)
     try:
-        return int(args.func(args) or 0)
+        with terminating_signals_interrupt():
+            return int(args.func(args) or 0)
     except DuetError as exc:
         if args.debug or os.environ.get("DUET_DEBUG"):
             raise
-        print(f"duet: error: {exc}", file=sys.stderr)
+        cited = docs_hint(str(exc))
+        text = visible(str(exc), lines=True)
+        print(f"duet: error: {text}" + (f" [{cited}]" if cited else ""), file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("duet: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK
+
+
+_CITED = re.compile(r"\bdocs/([\w/-]+)\.md\b")
+
+
+def docs_hint(message: str) -> str | None:
+    """The commands that print the pages a message cites (``docs/NAME.md``) wherever
+    duetbench is installed, ``duet help NAME`` (None when it cites none); the error's
+    line ends with them."""
+    names = list(dict.fromkeys(_CITED.findall(message)))
+    if not names:
+        return None
+    return ", ".join(f"duet help {n}" for n in names)
 
 
 if __name__ == "__main__":

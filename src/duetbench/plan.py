@@ -13,7 +13,7 @@ The RMIT schedule shuffles the whole plan with the experiment seed.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ class SideSpec:
         return self.name
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = _fields(self)
         return {"pair": d.pop("name"), **d}
 
     @staticmethod
@@ -118,8 +118,11 @@ class RunSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON data (experiment.json's plan, the payload of a cluster task)."""
-        d = asdict(self)
+        d = _fields(self)
         d["sides"] = [s.to_dict() for s in self.sides]
+        d["container"] = {
+            k: list(v) if isinstance(v, list) else v for k, v in self.container.items()
+        }
         return d
 
     @staticmethod
@@ -129,6 +132,13 @@ class RunSpec:
         if isinstance(d.get("cpus"), list):
             d["cpus"] = tuple(d["cpus"])
         return RunSpec(**d)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    """A flat dataclass's fields as a dict: what ``asdict`` gives for the plan's values
+    (immutable strings, numbers and tuples), without its deep copy -- 100 000 runs took
+    half a minute that way."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 def seed_key(*parts: object) -> int:
@@ -277,6 +287,7 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
         "run_options": list(exp.container.run_options),
         "remove_containers": exp.container.remove_containers,
     }
+    base_dir = str(Path(exp.source).resolve().parent) if exp.source else ""  # once, not per run
     plan = []
     for index, (bench, r) in enumerate(raw):
         plan.append(
@@ -297,7 +308,7 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 container=container,
                 warmup=bench.warmup,
                 aa=bench.aa,
-                base_dir=str(Path(exp.source).resolve().parent) if exp.source else "",
+                base_dir=base_dir,
                 **r,
             )
         )

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .atomic import write_atomic
 from .errors import DuetError, ResultFileError, ResultsDirError
+from .files import check_regular
 from .parse.registry import SideContext, get_parser
 from .records import RunRecord, SideRecord
 from .schema import (
@@ -365,6 +366,7 @@ def load(path: str | Path) -> pd.DataFrame:
             "or an iterations table (.parquet / .csv)"
         )
     try:
+        check_regular(path)  # a FIFO would block, /dev/zero never end
         if path.suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         elif path.suffix in (".csv", ".tsv"):
@@ -374,7 +376,8 @@ def load(path: str | Path) -> pd.DataFrame:
     except DuetError:
         raise
     except Exception as exc:
-        raise ResultFileError(path, f"cannot read the table: {exc}") from None
+        why = getattr(exc, "strerror", None) or str(exc).strip() or type(exc).__name__
+        raise ResultFileError(path, f"cannot read the table: {why}") from None
     return validate_table(df, path)
 
 

@@ -90,6 +90,11 @@ def bisect(
     """Search the first-parent history from ``good`` (exclusive) to ``bad``."""
     with Trees(repo) as trees:
         good_c, bad_c = resolve(trees.repo, good), resolve(trees.repo, bad)
+        if good_c == bad_c:
+            raise DuetError(
+                f"--good {good!r} and --bad {bad!r} are the same commit ({good_c[:10]}); give "
+                "--good an earlier revision known to be fast"
+            )
         listed = git(trees.repo, "rev-list", "--first-parent", "--reverse", f"{good_c}..{bad_c}")
         commits = listed.split()
         if not commits or commits[-1] != bad_c:

@@ -77,6 +77,7 @@ class GateResult:
     exit_code: int
     interrupted: bool
     markdown: str
+    table: Any = None  # report.tables.Table: the verdict table, for a terminal
 
 
 def exit_code_of(verdicts: list[str]) -> int:
@@ -118,8 +119,9 @@ def judge(root: Path, title: str, threshold: float = 0.0) -> GateResult:
             root, None, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"
         )
     code = exit_code_of(table.verdict_list())
-    md = gate_markdown(title, code, table.rows, compare_markdown(verdict_table(table)))
-    return GateResult(root, table.rows, code, False, md)
+    shown = verdict_table(table)
+    md = gate_markdown(title, code, table.rows, compare_markdown(shown))
+    return GateResult(root, table.rows, code, False, md, shown)
 
 
 _OUTCOME = {
@@ -129,15 +131,33 @@ _OUTCOME = {
 }
 
 
-def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
-    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
-    lines = [f"## {title}: {_OUTCOME.get(ExitCode(code), str(code))}", "", table_md.strip(), ""]
+def outcome(title: str, code: int) -> str:
+    """The summary's first line: the title and what the gate decided."""
+    return f"{title}: {_OUTCOME.get(ExitCode(code), str(code))}"
+
+
+def reasons(rows: Any) -> list[tuple[str, str, str, str]]:
+    """Per benchmark and method: (benchmark, method, verdict, why (not) significant)."""
+    out = []
     for r in rows.to_dict("records"):
         why = r.get("explanation") or ""
         lo, hi = r.get("ci_low"), r.get("ci_high")
         if not why and lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
             why = f"interval [{lo * 100:+.2f} %, {hi * 100:+.2f} %]"
-        lines.append(f"- **{r['benchmark']}** ({r['method']}): {r['verdict']} -- {why}")
+        out.append((str(r["benchmark"]), str(r["method"]), str(r["verdict"]), why))
+    return out
+
+
+def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
+    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
+    from ..report.formatting import md_heading, md_text
+
+    verdict = _OUTCOME.get(ExitCode(code), str(code))
+    lines = [f"## {md_heading(title)}: {verdict}", "", table_md.strip(), ""]
+    for bench, method, verdict_text, why in reasons(rows):
+        lines.append(
+            f"- **{md_text(bench)}** ({md_text(method)}): {verdict_text} -- {md_text(why)}"
+        )
     return "\n".join(lines) + "\n"
 
 

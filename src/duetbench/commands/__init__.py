@@ -24,4 +24,5 @@ COMMANDS = (
     "dashboard",
     "gate",
     "bisect",
+    "help",
 )

@@ -31,7 +31,7 @@ from ..options import (
     EvaluateOptions,
     ReportOptions,
 )
-from ..units import percentage
+from ..units import duration, percentage
 
 _C = CompareOptions()
 _E = EvaluateOptions()
@@ -75,6 +75,12 @@ def parse_threshold(text: str) -> float:
     """``1%`` or ``0.01`` -> 0.01 (:func:`duetbench.units.percentage`: the range of the
     config's `threshold:` and of `duet run --threshold`)."""
     return percentage(text, "--threshold")
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """A duration flag (``600``, ``90s``, ``10m``): :func:`duetbench.units.duration`, the
+    parser and range of the config's durations (1 ms to 30 days)."""
+    return duration(text, flag)
 
 
 def parse_warmup(text: str | None) -> int | str | None:
@@ -149,6 +155,16 @@ def parse_aa(text: str | None) -> bool | tuple[str, ...] | None:
 # ---------------------------------------------------------------------- flags
 
 
+def add_format_flag(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """``--format``: how the command prints its result; the first format is the default."""
+    p.add_argument(
+        "--format",
+        choices=list(formats),
+        default=formats[0],
+        help=f"output format: {', '.join(formats)} (default: {formats[0]})",
+    )
+
+
 def add_source_command(
     sub: argparse._SubParsersAction,
     name: str,
@@ -163,7 +179,7 @@ def add_source_command(
     p.add_argument(
         "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
     )
-    p.add_argument("--format", choices=list(formats), default=formats[0])
+    add_format_flag(p, formats)
     p.add_argument("-o", "--output", type=Path, help=output)
     return p
 

@@ -22,19 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--good", required=True, help="a revision known to be fast")
     p.add_argument("--bad", required=True, help="a later revision known to be slower")
-    p.add_argument(
-        "--build-timeout",
-        metavar="TIME",
-        help="how long a build may take, e.g. 600 or 10m (then: skip; default: no limit)",
-    )
     add_tree_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..ci.bisect import Step, bisect
     from ..config import load_config
-    from ..units import duration
-    from .gate import add_to_history, stopped_experiment
+    from ..text import visible
+    from .gate import add_to_history, build_timeout, stopped_experiment
     from .plan import this_host_cpus
 
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
@@ -45,11 +40,12 @@ def run(args: argparse.Namespace) -> int:
             if step.change is not None and step.low is not None and step.high is not None
             else ""
         )
+        subject = visible(step.subject)  # a commit subject and a build's output: user text
         print(
-            f"{step.commit[:10]} {step.outcome:4} {step.verdict}{iv} ({step.runs} runs) {step.subject}"
+            f"{step.commit[:10]} {step.outcome:4} {step.verdict}{iv} ({step.runs} runs) {subject}"
         )
         if step.outcome == "skip" and step.why:
-            print(f"    skipped: {step.why.splitlines()[0]}")
+            print(f"    skipped: {visible(step.why.splitlines()[0])}")
 
     def record(root: Path, a_tree: Path, b_tree: Path) -> None:
         if args.history:
@@ -61,10 +57,8 @@ def run(args: argparse.Namespace) -> int:
         bad=args.bad,
         build=args.build,
         out_dir=args.output,
-        repo=args.repo,
-        build_timeout=(
-            None if args.build_timeout is None else duration(args.build_timeout, "--build-timeout")
-        ),
+        repo=args.git,
+        build_timeout=build_timeout(args),
         on_step=show,
         record=record,
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+from ..text import visible
 from ._options import add_compare_options, add_source_command, compare_options, with_seed
 
 if TYPE_CHECKING:
@@ -107,6 +108,6 @@ def print_verdicts_after_run(root: Path) -> None:
             return
         table = verdicts(dataset)
     except DuetError as exc:
-        print(f"duet: cannot compare yet: {exc}", file=sys.stderr)
+        print(f"duet: cannot compare yet: {visible(str(exc), lines=True)}", file=sys.stderr)
         return
     render(table, "table")

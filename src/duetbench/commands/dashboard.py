@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import ExitCode
+from ._options import add_format_flag
 from .history import add_repo_flag, repo_location
 
 
@@ -26,14 +27,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=Path("site"),
         help="the site's directory (default: site/); an earlier dashboard there is replaced",
     )
-    p.add_argument("--title", help="the site's title")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--title", help="the site's title (default: duetbench dashboard: REPO's name)")
+    add_format_flag(p, ("table", "json"))
 
 
 def run(args: argparse.Namespace) -> int:
     from ..dashboard import build_dashboard
     from ..report.json_docs import dumps
     from ..report.terminal import make_console
+    from ..text import visible
     from ._output import write_output
 
     summary = build_dashboard(repo_location(args), args.output, title=args.title)
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     make_console().print(
         f"{summary.benchmarks} benchmark page(s), {summary.series} series, "
         f"{summary.versions} version(s), {summary.changes} change(s) "
-        f"({summary.regressions} regression(s)) -> {summary.index}",
+        f"({summary.regressions} regression(s)) -> {visible(str(summary.index))}",
         highlight=False,
         markup=False,
     )

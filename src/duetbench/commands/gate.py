@@ -5,17 +5,35 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode
+from ._options import add_format_flag
 
 
 def add_tree_options(p: argparse.ArgumentParser) -> None:
     """The options `duet gate` and `duet bisect` share."""
     p.add_argument("config", type=Path, help="the duet.yml (docs/history.md, 'Gate': {tree})")
-    p.add_argument("--build", metavar="CMD", help="build command run in each checked-out tree")
-    p.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: .)")
+    p.add_argument(
+        "--build",
+        metavar="CMD",
+        help="build command run in each checked-out tree (default: none, the trees as checked out)",
+    )
+    p.add_argument(
+        "--build-timeout",
+        metavar="TIME",
+        help="how long one build may take, e.g. 600 or 20m (default: no limit); a build "
+        "still running then is stopped (gate: exit 2; bisect: the commit is skipped)",
+    )
+    p.add_argument(
+        "--git",
+        metavar="CHECKOUT",
+        type=Path,
+        default=Path("."),
+        help="the git checkout whose revisions are compared (default: .)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -23,12 +41,33 @@ def add_tree_options(p: argparse.ArgumentParser) -> None:
         default=Path("results"),
         help="parent directory of the comparisons' results (default: results/)",
     )
-    p.add_argument("--until", metavar="GOAL", help="stopping goal (default: decided)")
-    p.add_argument("--threshold", metavar="T", help="practical threshold (default: 2%%)")
-    p.add_argument("--budget", metavar="TIME", help="machine time per benchmark x method, e.g. 10m")
-    p.add_argument("--max-runs", metavar="N", help="most repetitions per benchmark x method")
     p.add_argument(
-        "--history", metavar="REPO", help="append every comparison to this history repository"
+        "--until",
+        metavar="GOAL",
+        help="stopping goal: decided (default) or precise:P (docs/adaptive.md)",
+    )
+    p.add_argument(
+        "--threshold",
+        metavar="T",
+        help="practical threshold of the verdicts, e.g. 2%% (default: the config's stop: "
+        "threshold, else 2%%, so that `equivalent` can be decided)",
+    )
+    p.add_argument(
+        "--budget",
+        metavar="TIME",
+        help="machine time per benchmark x method, e.g. 10m (default: the config's stop: "
+        "budget, else none)",
+    )
+    p.add_argument(
+        "--max-runs",
+        metavar="N",
+        help="most repetitions per benchmark x method (default: the config's stop: max_runs, "
+        "else 50)",
+    )
+    p.add_argument(
+        "--history",
+        metavar="REPO",
+        help="add every comparison to this results repository (a file or a postgresql:// URL)",
     )
 
 
@@ -45,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base", default="origin/main", help="the base revision (default: origin/main)")
     p.add_argument("--head", default="HEAD", help="the head revision (default: HEAD)")
     add_tree_options(p)
+    add_format_flag(p, ("table", "markdown"))
 
 
 def stopped_experiment(args: argparse.Namespace, exp: Any) -> Any:
@@ -60,6 +100,15 @@ def stopped_experiment(args: argparse.Namespace, exp: Any) -> Any:
         budget=args.budget,
         max_runs=args.max_runs,
     )
+
+
+def build_timeout(args: argparse.Namespace) -> float | None:
+    """--build-timeout in seconds (None: no limit); a bad value is refused before anything
+    is checked out."""
+    from ._options import parse_duration
+
+    text = args.build_timeout
+    return None if text is None else parse_duration(text, "--build-timeout")
 
 
 def add_to_history(url: str, root: Path, a_tree: Path, b_tree: Path) -> None:
@@ -87,14 +136,24 @@ def run(args: argparse.Namespace) -> int:
     from ..ci.gate import compare_trees, gate_name, tree_experiment
     from ..ci.trees import Trees, resolve
     from ..config import load_config
+    from ..text import visible
     from .plan import this_host_cpus
 
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
-    with Trees(args.repo) as trees:
+    timeout = build_timeout(args)
+    with Trees(args.git) as trees:
         base, head = resolve(trees.repo, args.base), resolve(trees.repo, args.head)
+        changed = trees.uncommitted()
+        if changed and head == resolve(trees.repo, "HEAD"):
+            print(
+                f"duet gate: note: {len(changed)} file(s) of {visible(str(trees.repo))} have "
+                f"uncommitted changes (e.g. {visible(changed[0])}); the gate measures the "
+                f"commit {head[:10]} without them. Commit them to have them measured.",
+                file=sys.stderr,
+            )
         base_tree, head_tree = trees.checkout(base, "base"), trees.checkout(head, "head")
-        trees.build(base_tree, args.build)
-        trees.build(head_tree, args.build)
+        trees.build(base_tree, args.build, timeout=timeout)
+        trees.build(head_tree, args.build, timeout=timeout)
         name = gate_name(exp.name, base, head)
         title = f"duet gate: {args.head} ({head[:10]}) against {args.base} ({base[:10]})"
         result = compare_trees(tree_experiment(exp, base_tree, head_tree, name), args.output, title)
@@ -102,7 +161,25 @@ def run(args: argparse.Namespace) -> int:
             return ExitCode.INTERRUPTED
         if args.history:
             add_to_history(args.history, result.root, base_tree, head_tree)
-    print(result.markdown, end="")
-    print(f"results: {result.root}")
+    if args.format == "markdown" or result.table is None:
+        print(result.markdown, end="")
+    else:
+        print_summary(title, result)
+    print(f"results: {visible(str(result.root))}")
     write_step_summary(result.markdown)
     return result.exit_code
+
+
+def print_summary(title: str, result: Any) -> None:
+    """The gate's summary for a terminal: its outcome, the verdict table, the reasons
+    (the Markdown goes to $GITHUB_STEP_SUMMARY and to --format markdown)."""
+    from ..ci.gate import outcome, reasons
+    from ..report.terminal import make_console, print_verdicts
+    from ..text import visible
+
+    console = make_console()
+    console.print(visible(outcome(title, result.exit_code)), markup=False, highlight=False)
+    print_verdicts(result.table, console)
+    for bench, method, verdict, why in reasons(result.rows):
+        line = f"  {visible(bench)} ({method}): {verdict} -- {visible(why)}"
+        console.print(line, markup=False, highlight=False)

@@ -1,4 +1,4 @@
-"""`duet history add | list | show | changes | mark | unmark | marks`: the results
+"""`duet history add | list | show | changes | mark | unmark | marks | remove`: the results
 repository across versions (docs/history.md).
 
 ``--repo`` takes a file path (SQLite) or a ``postgresql://`` URL; without it the
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DuetError, ExitCode
-from ._options import add_keep_unbalanced
+from ._options import add_format_flag, add_keep_unbalanced
 
 if TYPE_CHECKING:
     from ..history import Repository, Version
@@ -34,19 +34,14 @@ def add_repo_flag(p: argparse.ArgumentParser, flag: str = "--repo") -> None:
 
 
 def add_version_flags(p: argparse.ArgumentParser) -> None:
-    """--version / --versions / --git: which versions the experiment compared."""
-    p.add_argument(
-        "--version",
-        dest="versions",
-        action="append",
-        metavar="LABEL",
-        help="the version of both sides (v1.4.2), or of one side: A=v1.4.1, B=v1.4.2 (repeatable)",
-    )
+    """--versions / --git: which versions the experiment compared."""
     p.add_argument(
         "--versions",
-        dest="version_list",
-        metavar="A=..,B=..",
-        help="both sides at once: A=v1.4.1,B=v1.4.2",
+        dest="versions",
+        action="append",
+        metavar="LABEL|A=..,B=..",
+        help="the versions the experiment compared: one label for both sides (v1.4.2), or "
+        "each side's, A=v1.4.1,B=v1.4.2 (repeatable: --versions A=v1.4.1 --versions B=v1.4.2)",
     )
     p.add_argument(
         "--git",
@@ -63,7 +58,7 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
         "--history",
         metavar="REPO",
         help="after the run, add the experiment to this results repository (a file or a "
-        "postgresql:// URL; needs --version/--versions/--git)",
+        "postgresql:// URL; needs --versions or --git)",
     )
     add_version_flags(p)
 
@@ -71,8 +66,8 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
 def history_versions(args: argparse.Namespace) -> dict[str, Version] | None:
     """`duet run --history`: the versions to record, or None without --history."""
     if not args.history:
-        if args.versions or args.version_list or args.git:
-            raise DuetError("--version, --versions and --git name versions for --history REPO")
+        if args.versions or args.git:
+            raise DuetError("--versions and --git name versions for --history REPO")
         return None
     return versions_from_args(args)
 
@@ -90,7 +85,7 @@ def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Ver
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history",
-        help="the results repository across versions: add, list, show, changes, mark",
+        help="the results repository across versions: add, list, show, changes, mark, remove",
         description="Keep experiments of many versions in one repository, show each "
         "benchmark's series and find the versions that changed it (docs/history.md).",
     )
@@ -101,23 +96,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("results", type=Path, help="results/NAME of `duet run`, or an iterations table")
     add_repo_flag(a)
     add_version_flags(a)
-    a.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_flag(a, ("table", "json"))
     add_keep_unbalanced(a)
 
     ls = hs.add_parser("list", help="the versions, experiments, hosts and benchmarks it holds")
     add_repo_flag(ls)
-    ls.add_argument("--format", choices=FORMATS, default="table")
+    add_format_flag(ls, FORMATS)
 
     sh = hs.add_parser("show", help="a benchmark's series: paired steps and absolute levels")
     add_repo_flag(sh)
     _filter_flags(sh)
-    sh.add_argument("--format", choices=FORMATS, default="table")
+    add_format_flag(sh, FORMATS)
 
     ch = hs.add_parser("changes", help="the versions that made a benchmark slower or faster")
     add_repo_flag(ch)
     _filter_flags(ch, benchmark_required=False)
     ch.add_argument("--since", metavar="VERSION", help="only changes from this version on")
-    ch.add_argument("--format", choices=FORMATS, default="table")
+    add_format_flag(ch, FORMATS)
     ch.add_argument("-o", "--output", type=Path, help="write JSON/Markdown here, not to stdout")
     ch.add_argument(
         "--fail-on-regression",
@@ -127,31 +122,74 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     m = hs.add_parser("mark", help="mark a version of a benchmark as a change, or exclude it")
     add_repo_flag(m)
-    m.add_argument("--benchmark", required=True)
-    m.add_argument("--version", required=True, metavar="LABEL")
+    m.add_argument("--benchmark", required=True, help="the benchmark to mark")
+    m.add_argument(
+        "--at", dest="version", required=True, metavar="VERSION", help="the version to mark"
+    )
     kind = m.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--change", dest="kind", action="store_const", const="change")
-    kind.add_argument("--exclude", dest="kind", action="store_const", const="exclude")
+    kind.add_argument(
+        "--change",
+        dest="kind",
+        action="store_const",
+        const="change",
+        help="the version is a known change (a step the detection accepts)",
+    )
+    kind.add_argument(
+        "--exclude",
+        dest="kind",
+        action="store_const",
+        const="exclude",
+        help="leave the version's experiments out of the series (a broken build)",
+    )
     m.add_argument("--note", required=True, help="why (shown with the mark)")
     m.add_argument("--suite", help="only this suite (default: all)")
-    m.add_argument("--method", help="only this method (default: all)")
-    m.add_argument("--host", help="only this host fingerprint (default: all)")
+    m.add_argument("--method", help="only this method: seqn, aduet or sduet (default: all)")
+    m.add_argument(
+        "--host", help="only this host: a fingerprint or its first characters (default: all)"
+    )
+
+    rm = hs.add_parser(
+        "remove", help="remove an experiment (its # from `duet history list`) from the repository"
+    )
+    add_repo_flag(rm)
+    rm.add_argument(
+        "experiment", type=int, metavar="ID", help="the experiment's # in `duet history list`"
+    )
+
+    gc = hs.add_parser(
+        "gc",
+        help="remove stored tables no experiment uses (what a killed add leaves behind)",
+    )
+    add_repo_flag(gc)
+    gc.add_argument(
+        "--min-age",
+        default="1h",
+        metavar="TIME",
+        help="leave files younger than this (an add running now may be about to use them; "
+        "default 1h; 0 when no add runs)",
+    )
 
     um = hs.add_parser("unmark", help="remove a mark (its # from `duet history marks`)")
     add_repo_flag(um)
-    um.add_argument("mark", type=int, metavar="ID")
+    um.add_argument("mark", type=int, metavar="ID", help="the mark's # in `duet history marks`")
 
     mk = hs.add_parser("marks", help="list the marks")
     add_repo_flag(mk)
-    mk.add_argument("--benchmark")
-    mk.add_argument("--format", choices=FORMATS, default="table")
+    mk.add_argument("--benchmark", help="only this benchmark's marks (default: all)")
+    add_format_flag(mk, FORMATS)
 
 
 def _filter_flags(p: argparse.ArgumentParser, *, benchmark_required: bool = True) -> None:
-    p.add_argument("--benchmark", required=benchmark_required)
-    p.add_argument("--suite")
-    p.add_argument("--method", help="seqn, aduet or sduet")
-    p.add_argument("--host", help="a host fingerprint or its first characters")
+    p.add_argument(
+        "--benchmark",
+        required=benchmark_required,
+        help="the benchmark" if benchmark_required else "only this benchmark (default: all)",
+    )
+    p.add_argument("--suite", help="only this suite (default: all)")
+    p.add_argument("--method", help="only this method: seqn, aduet or sduet (default: all)")
+    p.add_argument(
+        "--host", help="only this host: a fingerprint or its first characters (default: all)"
+    )
 
 
 def repo_location(args: argparse.Namespace) -> str:
@@ -166,16 +204,14 @@ def repo_location(args: argparse.Namespace) -> str:
 
 
 def versions_from_args(args: argparse.Namespace) -> dict[str, Version]:
-    """The A and B versions from --version / --versions / --git (see add_version_flags)."""
+    """The A and B versions from --versions / --git (see add_version_flags)."""
     from ..history import parse_versions, version_from_git
     from ..history.versions import SIDES, complete_versions
 
-    items = list(args.versions or [])
-    if args.version_list:
-        items += [x for x in args.version_list.split(",") if x.strip()]
+    items = [x.strip() for v in args.versions or [] for x in v.split(",") if x.strip()]
     if not items and args.git is None:
         raise DuetError(
-            "say which versions the experiment compared: --version v1.4.2 (both sides), "
+            "say which versions the experiment compared: --versions v1.4.2 (both sides), "
             "--versions A=v1.4.1,B=v1.4.2, or --git CHECKOUT (its HEAD)"
         )
     if args.git is None:
@@ -283,6 +319,18 @@ def _mark(repo: Repository, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _remove(repo: Repository, args: argparse.Namespace) -> int:
+    e = repo.experiment(args.experiment)  # a HistoryError naming the repository if none
+    repo.remove(e.id)
+    repo.collect_garbage()  # its stored table goes once no experiment uses it
+    _terminal(
+        [],
+        f"removed experiment #{e.id} '{e.name}' ({e.version_a} vs {e.version_b}) from "
+        f"{repo.location}",
+    )
+    return ExitCode.OK
+
+
 def _unmark(repo: Repository, args: argparse.Namespace) -> int:
     repo.unmark(args.mark)
     _terminal([], f"removed mark #{args.mark}")
@@ -300,11 +348,24 @@ def _marks(repo: Repository, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _gc(repo: Repository, args: argparse.Namespace) -> int:
+    from ._options import parse_duration
+
+    text = str(args.min_age).strip()
+    min_age = 0.0 if text in ("0", "0s") else parse_duration(text, "--min-age")
+    removed = repo.collect_garbage(min_age_s=min_age)
+    where = "files" if repo.db.kind == "sqlite" else "tables"
+    _terminal([], f"removed {len(removed)} unused stored {where} from {repo.location}")
+    return ExitCode.OK
+
+
 _COMMANDS = {
+    "gc": _gc,
     "list": _list,
     "show": _show,
     "changes": _changes,
     "mark": _mark,
+    "remove": _remove,
     "unmark": _unmark,
     "marks": _marks,
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._options import add_format_flag
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("results", type=Path, help="the experiment's results directory (results/NAME)")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    add_format_flag(p, ("table", "json"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,10 +9,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+
+if TYPE_CHECKING:
+    from ..micro.api import MicroBenchmark
 from ..options import MEASURES, RUN_STATS
-from ._options import add_keep_unbalanced, add_threshold, parse_threshold
+from ._options import (
+    add_format_flag,
+    add_keep_unbalanced,
+    add_threshold,
+    parse_duration,
+    parse_threshold,
+)
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -27,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples: duet micro 'mymod:parse' --a-python envA/bin/python --b-python "
         "envB/bin/python | duet micro bench_parse.py --a-path ./old-src --b-path ./src | "
         "duet micro --asv benchmarks/ -k parse | duet micro --a 'mymod:parse_v1' --b "
-        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression with --fail-on-regression; "
+        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression (or a suite module that fails to "
+        "import) with --fail-on-regression; "
         "2 usage, import or setup error (before any run); 4 some runs failed; 130 "
         "interrupted (--resume continues)",
     )
@@ -69,8 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--budget",
         default="30s",
-        help="machine time for the whole experiment, e.g. 30s, 2m (default 30s); split "
-        "over benchmarks, methods and runs",
+        help="machine time per benchmark x method, as in duet run, e.g. 30s, 2m (default "
+        "30s), split over its runs; the experiment takes about budget x benchmarks x methods",
     )
     p.add_argument(
         "--runs",
@@ -113,7 +124,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue OUTPUT/<name>, reusing its calibration"
     )
-    p.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    add_format_flag(p, ("table", "json", "markdown"))
     p.add_argument(
         "--run-stat",
         choices=list(RUN_STATS),
@@ -142,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.progress import RichObserver
     from ..schedule.inline import run_experiment
     from ..store import ResultsStore
-    from ..units import duration
+    from ._output import resume_command
     from .compare import render_verdicts
     from .run import runs_not_ok
 
@@ -158,11 +169,11 @@ def run(args: argparse.Namespace) -> int:
         b_paths=args.b_path,
         pattern=args.pattern,
         methods=args.method,
-        budget_s=duration(args.budget, "--budget"),
+        budget_s=parse_duration(args.budget, "--budget"),
         runs=args.runs,
         samples=args.samples,
         warmup=args.warmup_samples,
-        min_sample_s=duration(args.min_sample_time, "--min-sample-time"),
+        min_sample_s=parse_duration(args.min_sample_time, "--min-sample-time"),
         keep_gc=args.keep_gc,
         cpu_swap=args.cpu_swap,
         cpus=args.cpus,
@@ -173,20 +184,48 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:  # the calibration of the interrupted experiment, not a new one
         store = ResultsStore(args.output.resolve() / request.name)
         stored = store.micro_calibrations() if store.has_experiment() else None
-    exp = dataclasses.replace(build_experiment(request, stored=stored), measure=args.measure)
-    observer = RichObserver(verbose=args.verbose)
+    skipped: list[tuple[str, MicroBenchmark]] = []
+    exp = build_experiment(request, stored=stored, skipped=skipped)
+    exp = dataclasses.replace(exp, measure=args.measure)
+    observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
     regression = render_verdicts(
         summary.root, args.format, args.run_stat, threshold, keep_unbalanced=args.keep_unbalanced
     )
+    broken = print_skipped(skipped, verbose=args.verbose)
     bad = runs_not_ok(summary.root, exp, None)
     if bad:
         from ..report.progress import print_runs_not_ok
 
         print_runs_not_ok(observer.console, summary.root, bad)
         return ExitCode.RUNS_FAILED
-    if args.fail_on_regression and regression:
+    if args.fail_on_regression and (regression or broken):
         return ExitCode.REGRESSION
     return ExitCode.OK
+
+
+def print_skipped(skipped: list[tuple[str, MicroBenchmark]], *, verbose: bool) -> int:
+    """Say which benchmarks were left out and why, on stderr: modules of a suite that failed
+    to import always (docs/micro.md: never silently dropped), the ones skipped by design
+    (asv ``mem_*``, ...) with ``-v``. Returns how many failed."""
+    from ..report.formatting import rich_text
+    from ..report.terminal import make_console
+
+    console = make_console(stderr=True)
+    failed = [(p, b) for p, b in skipped if b.failed]
+    for pair, b in skipped if verbose else failed:
+        label = "problem:" if b.failed else "skipped:"
+        console.print(
+            f"[yellow]{label}[/] {rich_text(b.name)} (side {pair}) not measured: "
+            f"{rich_text(b.skip_reason)}",
+            highlight=False,
+        )
+    if failed:
+        console.print(
+            f"[yellow]problem:[/] {len(failed)} module(s) of the suite failed to import, so "
+            "their benchmarks were not measured; with --fail-on-regression this fails (exit 1)",
+            highlight=False,
+        )
+    return len(failed)

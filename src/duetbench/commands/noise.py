@@ -51,7 +51,12 @@ def register(subparsers: Any) -> None:
             + "; ".join(f"{k}: {v}" for k, v in names.items())
         ),
     )
-    p.add_argument("--pattern", choices=list(names), default="cpu")
+    p.add_argument(
+        "--pattern",
+        choices=list(names),
+        default="cpu",
+        help="what the bursts do, see above (default: cpu)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seeds the on/off schedule (default 0)")
     p.add_argument(
         "--duration", default=None, help="how long to run, e.g. 90s or 5m (default: until Ctrl-C)"
@@ -68,7 +73,12 @@ def register(subparsers: Any) -> None:
         "--off", dest="off_range", type=_parse_range, default=DEFAULT_OFF_RANGE,
         metavar="LOW:HIGH", help="range of off-period lengths in seconds (default 0.5:3)",
     )  # fmt: skip
-    p.add_argument("--backend", choices=["auto", "stress-ng", "python"], default="auto")
+    p.add_argument(
+        "--backend",
+        choices=["auto", "stress-ng", "python"],
+        default="auto",
+        help="what produces the load (default: auto, stress-ng when installed, else python)",
+    )
     p.add_argument(
         "--print-schedule",
         action="store_true",

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._options import add_format_flag
+
 if TYPE_CHECKING:
     from ..config.limits import HostCpus
 
@@ -13,11 +15,26 @@ EXECUTORS = ("local", "docker", "podman")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="print the plan of an experiment without running it")
-    p.add_argument("config", type=Path)
-    p.add_argument("--only", action="append", metavar="BENCH")
-    p.add_argument("--executor", choices=list(EXECUTORS))
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p = sub.add_parser(
+        "plan",
+        help="print the plan of an experiment without running it",
+        description="Print every run `duet run` would execute, in order, with each run's "
+        "sides, AB/BA order and CPUs, without running anything; with --precision or "
+        "--detect, predict the runs and machine time a goal needs from earlier results.",
+    )
+    p.add_argument("config", type=Path, help="the duet.yml")
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="BENCH",
+        help="only this benchmark's runs (repeatable; default: every benchmark)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=list(EXECUTORS),
+        help="where the sides would run (default: the config's executor, else local)",
+    )
+    add_format_flag(p, ("table", "json"))
     p.add_argument(
         "--no-cpu-check",
         action="store_true",
@@ -38,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="source",
         type=Path,
         metavar="RESULTS",
-        help="earlier results directory (or iterations table) of these benchmarks",
+        help="earlier results directory (or iterations table) of these benchmarks, whose "
+        "spread the predictions use (needed by --precision and --detect)",
     )
 
 
@@ -74,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if args.precision or args.detect or args.source:
         return forecast_command(args, exp)
     plan = make_plan(exp, split_only(args.only))
-    if args.format == "json":
-        print(json.dumps([r.to_dict() for r in plan], indent=2))
+    if args.format == "json":  # one run per line: json's fast encoder (indent is pure Python)
+        runs = ",\n".join(json.dumps(r.to_dict()) for r in plan)
+        print(f"[\n{runs}\n]" if plan else "[]")
         return 0
     print_titled(plan_table(exp, plan), make_console())
     return 0

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from ..atomic import write_atomic
     from ..report.html import render_html
     from ..report.markdown import report_markdown
+    from ..text import visible
     from ._output import write_output
     from .evaluate import evaluate_source
 
@@ -41,5 +42,6 @@ def run(args: argparse.Namespace) -> int:
     html = render_html(ev, table, replace(opts, evaluate=ev.settings))
     out = Path(args.output) if args.output else Path("report.html")
     write_atomic(out, html)
-    print(f"report: {out} ({out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    size = out.stat().st_size / 1e6
+    print(f"report: {visible(str(out))} ({size:.1f} MB)", file=sys.stderr)
     return 0

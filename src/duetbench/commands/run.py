@@ -37,25 +37,41 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--only", action="append", metavar="BENCH", help="run only this benchmark (repeatable)"
     )
-    p.add_argument("--executor", choices=list(EXECUTORS), help="override the config's executor")
     p.add_argument(
-        "--cluster", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786 or local:N"
+        "--executor",
+        choices=list(EXECUTORS),
+        help="where the sides run (default: the config's executor, else local)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run on a Dask cluster: tcp://host:8786 or local:N (default: this machine)",
     )
     g = p.add_argument_group("measuring until sure (docs/adaptive.md)")
     g.add_argument(
         "--until",
         metavar="GOAL",
         help="stop each benchmark x method when its goal is reached: precise:P (interval "
-        "within +-P, e.g. precise:1%%) or decided (slower/faster/equivalent at --threshold)",
+        "within +-P, e.g. precise:1%%) or decided (slower/faster/equivalent at --threshold) "
+        "(default: the config's stop:, else every planned run)",
     )
-    g.add_argument("--threshold", metavar="T", help="practical threshold of the verdicts, e.g. 2%%")
+    g.add_argument(
+        "--threshold",
+        metavar="T",
+        help="practical threshold of the verdicts, e.g. 2%% (default: the config's stop: "
+        "threshold, else 0)",
+    )
     g.add_argument(
         "--budget",
         metavar="TIME",
-        help="machine time per benchmark x method (method auto: per benchmark), e.g. 20m",
+        help="machine time per benchmark x method (method auto: per benchmark), e.g. 20m "
+        "(default: the config's stop: budget, else none)",
     )
     g.add_argument(
-        "--max-runs", metavar="N", help="most repetitions per benchmark x method (default 50)"
+        "--max-runs",
+        metavar="N",
+        help="most repetitions per benchmark x method (default: the config's stop: "
+        "max_runs, else 50)",
     )
     g.add_argument(
         "--method",
@@ -75,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config.stop import with_auto, with_stop_overrides
     from ..micro.experiment import prepare_experiment
     from ..report.progress import RichObserver
+    from ._output import resume_command
     from .compare import print_verdicts_after_run
     from .plan import split_only, this_host_cpus
 
@@ -88,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     )
     versions = history_versions(args)  # checked before any run (and any calibration)
     exp = prepare_experiment(exp, args.output, resume=args.resume)  # harness: python
-    observer = RichObserver(verbose=args.verbose)
+    observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     only = split_only(args.only)
     if args.cluster:
         from ..schedule.cluster import run_experiment_cluster

@@ -85,8 +85,18 @@ def safe_experiment_name(text: str) -> str:
 
 def experiment_name(name: str, doc: LocatedYaml, path: tuple[str, ...]) -> str:
     """``name`` if it is a valid experiment name, else a ConfigError saying why and what to write."""
-    if _EXPERIMENT_NAME_OK.fullmatch(name) and len(name) <= EXPERIMENT_NAME_MAX:
+    problem = experiment_name_problem(name)
+    if problem is None:
         return name
+    raise located_error(doc, problem, path)
+
+
+def experiment_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid experiment name (None: it is), with what to write: the
+    rule of every experiment name, from a config or a command line (`duet micro --name`)."""
+    ok = _EXPERIMENT_NAME_OK.fullmatch(name) and len(name) <= EXPERIMENT_NAME_MAX
+    if ok and not name.endswith("."):
+        return None
     if not name:
         why = "is empty"
     elif name in (".", ".."):
@@ -99,12 +109,13 @@ def experiment_name(name: str, doc: LocatedYaml, path: tuple[str, ...]) -> str:
         why = "contains a path separator, so results would go outside the -o directory"
     elif bad := sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9_.+-]", c)}):
         why = "contains " + ", ".join(f"{c!r}" for c in bad)
+    elif ok:
+        why = "ends with '.' (a name some file systems and tools cut)"
     else:
         why = "starts with " + repr(name[0])
-    raise located_error(
-        doc,
+    return (
         f"the experiment name {name[:120]!r} {why}. It names the results directory "
         f"(<-o>/<name>/), so it must be 1 to {EXPERIMENT_NAME_MAX} letters, digits and _ . + -, "
-        f"starting with a letter or digit; e.g. `name: {safe_experiment_name(name)}`",
-        path,
+        f"starting with a letter or digit and not ending with '.'; e.g. "
+        f"`name: {safe_experiment_name(name)}`"
     )

@@ -97,9 +97,14 @@ def _count(value: Any, what: str, low: int) -> int:
 def parse_until(text: str, base: StopSettings | None = None) -> StopSettings:
     """``precise:1%``, ``precise`` (keeps the precision), ``decided``."""
     s = base or StopSettings()
-    goal, _, arg = str(text).partition(":")
+    goal, colon, arg = str(text).partition(":")
     goal = goal.strip()
     if goal == "precise":
+        if colon and not arg.strip():  # `precise:` is a precision left out, not the default
+            raise ConfigError(
+                f"--until {text!r}: the precision after ':' is missing; write e.g. precise:1% "
+                "(or precise alone to keep the config's)"
+            )
         precision = parse_fraction(arg, "--until precise:P") if arg else s.precision
         if precision is not None and precision <= 0:
             raise ConfigError("--until precise:P: the precision must be more than 0 %")

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..files import open_regular
 from .limits import MAX_CONFIG_BYTES, MAX_NESTING, MAX_VALUES
 
 Path_ = tuple[str | int, ...]
@@ -234,12 +235,12 @@ def load_located(file: str | Path) -> LocatedYaml:
     """Parse ``file``; YAML syntax errors become a :class:`ConfigError` with the line."""
     file = Path(file)
     try:
-        with open(file, "rb") as f:
+        with open_regular(file) as f:  # a FIFO or a device is refused, never read
             raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read config file {file}: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(_too_big(f"larger than {MAX_CONFIG_BYTES // 1024} KiB"), file=file)
     try:

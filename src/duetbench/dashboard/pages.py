@@ -9,8 +9,6 @@ host, note, path) is escaped for HTML, and the JSON for its ``<script>`` element
 
 from __future__ import annotations
 
-import html
-import json
 import math
 import time
 from collections.abc import Iterable, Sequence
@@ -19,7 +17,7 @@ from typing import Any
 from .._version import __version__
 from ..history import Change, EnvironmentChange
 from ..report import formatting as fmt
-from ..report.html.page import VERDICT_CLASS
+from ..report.html.page import VERDICT_CLASS, esc, script_json
 from .figures import series_figure, sparkline, when
 from .model import BenchmarkView, Latest, SeriesView, SiteData
 
@@ -27,27 +25,6 @@ from .model import BenchmarkView, Latest, SeriesView, SiteData
 ATTENTION_LIMIT = 20
 #: the experiments of a benchmark page are listed open up to this many, else folded
 EXPERIMENTS_OPEN = 25
-
-
-def esc(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _clean(obj: Any) -> Any:
-    """JSON-safe: NaN and infinities as null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    return obj
-
-
-def script_json(obj: Any) -> str:
-    """JSON that cannot end its ``<script>`` element or open a comment in it."""
-    text = json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, ensure_ascii=True)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _document(

@@ -138,8 +138,7 @@ def _build(
     repo: Repository, out: Path, title: str | None, settings: DetectionSettings | None
 ) -> DashboardSummary:
     site = gather(repo, settings)
-    name = Path(site.location).name if "://" not in site.location else site.location
-    title = title or f"duetbench dashboard: {name}"
+    title = title or f"duetbench dashboard: {repo.name}"
     target = _target(out)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -249,6 +249,17 @@ class HangWatch:
         if not judged or any(i is None for i in idle):
             return None
         return [i for i in idle if i is not None]
+
+
+def idle_tree(limit: float) -> Callable[[int], Callable[[float], bool]]:
+    """For ``proctools.guarded.run_captured(idle=...)``: a command is idle once its process
+    tree has used less than ``IDLE_CPU_SHARE`` of a CPU for ``limit`` seconds."""
+
+    def watch(pid: int) -> Callable[[float], bool]:
+        hang = HangWatch(limit, {"cmd": ProcessTreeCpu(pid)}, time.monotonic())
+        return lambda now: hang.due(now) and hang.check(now, ["cmd"]) is not None
+
+    return watch
 
 
 def hung_message(idle: list[Idle], limit: float, finished: Iterable[str] = ()) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..files import RESULT_FILE_MAX, read_bytes
 from ..store import fsync_dir
 from ._db import Database, HistoryError
 
@@ -57,6 +58,16 @@ class BlobStore:
         """Before the transaction (SQLite): write the file if it is not there, atomically."""
         if self.root is None:
             return
+        try:
+            self._put_file(blob)
+        except OSError as exc:
+            raise HistoryError(
+                f"cannot store the iterations table in {self.root}: {exc.strerror or exc}"
+                f" ({exc.filename}). The repository keeps its tables beside the database: "
+                f"that directory must be a writable directory"
+            ) from None
+
+    def _put_file(self, blob: Blob) -> None:
         final = self.path(blob.hash)
         if final.exists():
             os.utime(final)  # fresh: garbage collection leaves young files alone
@@ -93,12 +104,14 @@ class BlobStore:
         else:
             path = self.path(digest)
             try:
-                data = path.read_bytes()
+                data = read_bytes(path, RESULT_FILE_MAX)
             except FileNotFoundError:
                 raise HistoryError(
                     f"{path} is missing: the repository's Parquet files must stay beside it "
                     f"(copy {self.root} along with the database)"
                 ) from None
+            except OSError as exc:
+                raise HistoryError(f"cannot read {path}: {exc.strerror or exc}") from None
             where = str(path)
         if hashlib.sha256(data).hexdigest() != digest:
             raise HistoryError(f"{where} is damaged: its content does not match its hash")

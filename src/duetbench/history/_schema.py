@@ -101,10 +101,8 @@ def schema_version(db: Database) -> int | None:
     """The repository's schema version; None for an empty database; error for a foreign one."""
     tables = db.tables()
     if "repository" not in tables or "schema_version" not in tables:
-        if db.kind == "sqlite" and tables:
+        if tables:  # another program's database (PostgreSQL: its tables in our schema)
             raise _foreign(db, sorted(tables))
-        if tables & OUR_TABLES:
-            raise _foreign(db, sorted(tables & OUR_TABLES))
         return None
     row = db.one("SELECT value FROM repository WHERE key = 'format'")
     if row is None or row[0] != FORMAT:
@@ -120,17 +118,31 @@ def schema_version(db: Database) -> int | None:
 
 def _foreign(db: Database, tables: list[str]) -> HistoryError:
     shown = ", ".join(tables[:6]) + (", ..." if len(tables) > 6 else "")
+    where = (
+        "Give a new file name (it is created)"
+        if db.kind == "sqlite"
+        else "Give an empty database, or a schema of its own (e.g. "
+        "?options=-csearch_path%3Dduet in the URL, after CREATE SCHEMA duet),"
+    )
     return HistoryError(
         f"{db.location} is not a duetbench results repository (it holds other tables: {shown}). "
-        "Give a new file name (it is created) or the repository `duet history add` made"
+        f"{where} or the repository `duet history add` made"
     )
 
 
-def ensure_schema(db: Database) -> int:
-    """Create or migrate the schema to :data:`CURRENT_VERSION`; return the version found."""
+def ensure_schema(db: Database, *, create: bool = True) -> int:
+    """Create or migrate the schema to :data:`CURRENT_VERSION`; return the version found.
+
+    ``create=False`` (the commands that only read): an empty database is refused, never
+    made a repository."""
     found = schema_version(db)
     if found == CURRENT_VERSION:
         return found
+    if found is None and not create:
+        raise HistoryError(
+            f"{db.location} holds no results repository yet (an empty database); "
+            "`duet history add RESULTS --repo ...` creates one"
+        )
     if found is not None and found > CURRENT_VERSION:
         raise _too_new(db, found)
     with db.transaction():

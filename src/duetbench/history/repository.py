@@ -33,7 +33,7 @@ from ._ingest import ExperimentData, analyse, load_results_dir, load_table
 from ._schema import ensure_schema
 from .fingerprint import HostFingerprint
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
-from .versions import Version, complete_versions
+from .versions import Version, complete_versions, refuse_control_characters
 
 #: test hook: the add step at which to stop (see :func:`_checkpoint`)
 HOOK_STEP_ENV = "DUETBENCH_HISTORY_HOOK_STEP"
@@ -62,16 +62,18 @@ class Repository:
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = True) -> Repository:
+        """Open the repository at ``location``; ``create=False`` (a command that only
+        reads): one that does not exist yet is an error, and nothing is written."""
         loc = Location.parse(location)
-        if loc.kind == "sqlite" and not create and not loc.path.exists():  # type: ignore[union-attr]
+        if loc.kind == "sqlite" and not create and not _exists(loc.path):  # type: ignore[arg-type]
             raise HistoryError(
                 f"{loc.path} does not exist; add an experiment to create it "
                 "(duet history add RESULTS --repo FILE)"
             )
-        db = Database(loc)
+        db = Database(loc, create=create)
         try:
             with _guard(db):
-                ensure_schema(db)
+                ensure_schema(db, create=create)
         except BaseException:
             db.close()
             raise
@@ -88,7 +90,13 @@ class Repository:
 
     @property
     def location(self) -> str:
+        """Where the repository is, to show (a PostgreSQL password never appears)."""
         return str(self.db.location)
+
+    @property
+    def name(self) -> str:
+        """The SQLite file's name or the PostgreSQL database's."""
+        return self.db.location.name
 
     # ------------------------------------------------------------------ adding
     def add(
@@ -135,7 +143,7 @@ class Repository:
             raise HistoryError(
                 f"experiment '{row[1]}' is already in the repository {self.location} "
                 f"(experiment #{row[0]}, added {when}); nothing was added. To replace it, "
-                f"remove experiment #{row[0]} first"
+                f"remove it first: duet history remove {row[0]} --repo {self.location}"
             )
 
     def _version_id(self, v: Version) -> int:
@@ -300,14 +308,18 @@ class Repository:
 
     def collect_garbage(self, min_age_s: float = 3600.0) -> list[str]:
         """Drop tables no experiment uses and Parquet files no table row names (files younger
-        than ``min_age_s`` are left: an add running now may be about to reference them)."""
+        than ``min_age_s`` are left: an add running now may be about to reference them).
+        Returns the files removed (SQLite), or the hashes of the tables (PostgreSQL)."""
+        unused = (
+            "SELECT hash FROM stored_tables WHERE hash NOT IN (SELECT table_hash FROM experiments)"
+        )
         with _guard(self.db), self.db.transaction():
-            self.db.execute(
-                "DELETE FROM stored_tables WHERE hash NOT IN (SELECT table_hash FROM experiments)"
-            )
+            dropped = [str(r[0]) for r in self.db.all(unused)]
+            self.db.execute(f"DELETE FROM stored_tables WHERE hash IN ({unused})")
         with _guard(self.db):
             referenced = {str(r[0]) for r in self.db.all("SELECT hash FROM stored_tables")}
-        return [str(p) for p in self.blobs.collect(referenced, min_age_s)]
+        files = [str(p) for p in self.blobs.collect(referenced, min_age_s)]
+        return files if self.db.kind == "sqlite" else dropped
 
     # ------------------------------------------------------------------ reading
     def versions(self) -> list[StoredVersion]:
@@ -465,6 +477,7 @@ class Repository:
             raise HistoryError(f"mark kind must be 'change' or 'exclude', got {kind!r}")
         if not note.strip():
             raise HistoryError("a mark needs a note saying why (e.g. --note 'new compiler')")
+        refuse_control_characters("the mark's note", note.replace("\n", " "))
         with _guard(self.db), self.db.transaction():
             row = self.db.one("SELECT id FROM versions WHERE label = ?", (version,))
             if row is None:
@@ -528,6 +541,13 @@ def _num(v: Any) -> Any:
     return int(f) if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu") else f
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError as exc:  # a name too long, a loop of links
+        raise HistoryError(f"cannot use {path} as the repository: {exc.strerror or exc}") from None
+
+
 @contextmanager
 def _guard(db: Database) -> Iterator[None]:
     """Database failures as HistoryError with what to do."""
@@ -546,7 +566,8 @@ def _guard(db: Database) -> Iterator[None]:
             raise HistoryError(f"{db.location}: {text}") from None
         raise not_a_repository(db.location, exc) from None
     except database_errors() as exc:
-        raise HistoryError(f"{db.location}: the database failed: {str(exc).strip()}") from None
+        text = db.location.scrub(str(exc).strip())
+        raise HistoryError(f"{db.location}: the database failed: {text}") from None
 
 
 def _busy_s() -> int:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..text import control_characters
 from ._db import HistoryError
 
 SIDES = ("A", "B")
@@ -27,6 +28,18 @@ class Version:
                 f"version label {self.label!r} is empty or has surrounding spaces/newlines; "
                 "use a tag, branch or build name such as v1.4.2"
             )
+        refuse_control_characters(f"version label {self.label!r}", self.label)
+
+
+def refuse_control_characters(what: str, text: str) -> None:
+    """A label kept in the repository and shown in terminals, CI logs and the dashboard
+    holds no control characters (escape sequences, bidirectional overrides)."""
+    bad = control_characters(text)
+    if bad:
+        raise HistoryError(
+            f"{what} holds control characters ({', '.join(bad)}); they would reach every "
+            "terminal and log that shows it. Use printable text"
+        )
 
 
 def parse_versions(items: Iterable[str]) -> dict[str, Version]:

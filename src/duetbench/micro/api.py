@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,13 +25,20 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DuetError
+from ..execute.hang import IDLE_CPU_SHARE, idle_tree
 from ..parse.micro import read_worker_error
+from ..proctools.guarded import run_captured
 from .calibration import Calibration, Settings
 
 WORKER = Path(__file__).with_name("worker.py")
 #: Worker exit statuses (worker.py's docstring).
 EXIT_FAILED, EXIT_USAGE, EXIT_HANDSHAKE, EXIT_SKIPPED = 1, 2, 3, 4
+#: how long a listing or calibration may take (``duet micro``: its budget, at least
+#: WORKER_MIN_S), and how long its worker may use no CPU before it is stopped as hung
 DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_IDLE_S = 30.0
+#: bytes of a listing kept (an asv suite of thousands of parameter combinations fits)
+_LISTING_LIMIT = 64 << 20
 #: Variables that make a worker join a duet; never passed to --list / --calibrate-only.
 _DUET_RUN_VARS = ("DUET_SYNC_DIR", "DUET_OUTPUT_DIR")
 
@@ -53,6 +59,7 @@ class MicroBenchmark:
     timeout_s: float | None = None
     skip_reason: str | None = None  # why it is not run (asv mem_*, an import error, ...)
     hints: Mapping[str, Any] = field(default_factory=dict)  # asv's number, repeat, ... (unused)
+    failed: bool = False  # skipped because the user's code raised (a suite module's import)
 
     @property
     def runnable(self) -> bool:
@@ -72,7 +79,11 @@ def _absolute(path: str | os.PathLike[str], cwd: Path | None) -> str:
 def resolve_target(target: str, cwd: Path | None = None) -> str:
     """The target with its file or directory part absolute, so the side may run anywhere."""
     base = Path(cwd or os.getcwd())
-    if (base / target).is_dir():
+    try:
+        is_dir = (base / target).is_dir()
+    except OSError:  # a name too long for a path: not a directory, the worker says what it is
+        is_dir = False
+    if is_dir:
         return _absolute(target, cwd)
     head, sep, tail = target.rpartition(":")
     location, attr = (head, sep + tail) if sep and "/" not in tail else (target, "")
@@ -172,31 +183,47 @@ def _run_worker(
     cwd: Path | None,
     env: Mapping[str, str] | None,
     timeout_s: float,
+    idle_s: float | None = DEFAULT_IDLE_S,
 ) -> dict[str, Any]:
-    """Run a listing/calibrating worker; its JSON, or a MicroError saying why not."""
+    """Run a listing/calibrating worker; its JSON, or a MicroError saying why not.
+
+    The worker runs in its own process group, guarded (proctools/guarded.py): stopped with
+    whatever it started when it takes longer than ``timeout_s``, when it uses no CPU for
+    ``idle_s`` (a sleep, a deadlock, SIGSTOP: the hang detection of runs), and when duet
+    ends however it ends (Ctrl-C, SIGTERM, SIGHUP, SIGKILL)."""
     environ = {k: v for k, v in (os.environ if env is None else env).items()}
     for var in _DUET_RUN_VARS:
         environ.pop(var, None)
     with tempfile.TemporaryDirectory(prefix="duet-micro-") as tmp:
         try:
-            done = subprocess.run(
+            done = run_captured(
                 [*argv, "--output", tmp],
-                cwd=cwd,
+                cwd=None if cwd is None else str(cwd),
                 env=environ,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
                 timeout=timeout_s,
+                idle=None if idle_s is None else idle_tree(idle_s),
+                stdout_limit=_LISTING_LIMIT,
+                stderr_limit=4000,
+                grace=2.0,
             )
         except FileNotFoundError:
             raise MicroError(f"cannot {what}: {argv[0]} does not exist or is not on PATH") from None
         except PermissionError:
             raise MicroError(f"cannot {what}: {argv[0]} is not executable") from None
-        except subprocess.TimeoutExpired:
-            raise MicroError(
-                f"cannot {what}: the worker ({argv[0]}) did not finish within {timeout_s:g} s"
-            ) from None
         error = read_worker_error(Path(tmp))
+    said = _last_lines(done.stderr)
+    said = f"; its last output: {said}" if said else ""
+    if done.idle:
+        raise MicroError(
+            f"cannot {what}: the worker used less than {IDLE_CPU_SHARE:.0%} of a CPU for "
+            f"{idle_s:g} s (it sleeps, waits for something, or was stopped), so it was "
+            f"stopped as hung{said}"
+        )
+    if done.returncode is None:
+        raise MicroError(
+            f"cannot {what}: the worker ({argv[0]}) did not finish within {timeout_s:g} s, "
+            f"so it was stopped (a function that never returns? --budget sets the limit){said}"
+        )
     if done.returncode != 0:
         detail = error or _last_lines(done.stderr) or f"exit status {done.returncode}"
         raise MicroError(f"cannot {what}: {detail}")
@@ -224,16 +251,17 @@ def discover(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    idle_s: float | None = DEFAULT_IDLE_S,
 ) -> list[MicroBenchmark]:
     """The benchmarks of ``target`` as ``python`` imports them (with ``paths`` first).
 
     Skipped ones (asv ``mem_*``/``peakmem_*``/``track_*``, suite modules that
-    fail to import) are included with their ``skip_reason``.
+    fail to import) are included with their ``skip_reason``. ``timeout_s``, ``idle_s``:
+    the worker is stopped when it takes longer, or uses no CPU that long (None: never).
     """
     argv = worker_command(python, target, paths=paths, cwd=cwd) + ["--list"]
-    doc = _run_worker(
-        argv, f"list the benchmarks of {target}", cwd=cwd, env=env, timeout_s=timeout_s
-    )
+    what = f"list the benchmarks of {target}"
+    doc = _run_worker(argv, what, cwd=cwd, env=env, timeout_s=timeout_s, idle_s=idle_s)
     resolved = argv[2]
     try:
         return [
@@ -246,6 +274,7 @@ def discover(
                 timeout_s=None if b.get("timeout_s") is None else float(b["timeout_s"]),
                 skip_reason=b.get("skip_reason"),
                 hints=dict(b.get("hints") or {}),
+                failed=bool(b.get("failed", False)),
             )
             for b in doc["benchmarks"]
         ]
@@ -264,6 +293,7 @@ def calibrate(
     settings: Settings | None = None,
     keep_gc: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    idle_s: float | None = DEFAULT_IDLE_S,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Calibration:
@@ -282,7 +312,9 @@ def calibrate(
         cwd=cwd,
     )
     what = f"calibrate {benchmark or target}"
-    doc = _run_worker([*argv, "--calibrate-only"], what, cwd=cwd, env=env, timeout_s=timeout_s)
+    doc = _run_worker(
+        [*argv, "--calibrate-only"], what, cwd=cwd, env=env, timeout_s=timeout_s, idle_s=idle_s
+    )
     try:
         return Calibration.from_json(doc.get("calibration"))
     except ValueError as exc:

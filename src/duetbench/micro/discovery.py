@@ -93,6 +93,7 @@ class Found:
     timeout_s: float | None = None
     skip_reason: str | None = None
     hints: dict[str, Any] = field(default_factory=dict)
+    failed: bool = False  # skipped because the user's code raised (a suite module's import)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,6 +104,7 @@ class Found:
             "timeout_s": self.timeout_s,
             "skip_reason": self.skip_reason,
             "hints": self.hints,
+            "failed": self.failed,
         }
 
 
@@ -230,7 +232,7 @@ def discover(target: Target, only: str | None = None) -> list[Found]:
             if only is not None:
                 raise
             reason = f"import failed: {type(failure.error).__name__}: {failure.error}"
-            found.append(Found(name=rel, kind="skipped", skip_reason=reason))
+            found.append(Found(name=rel, kind="skipped", skip_reason=reason, failed=True))
             continue
         found.extend(discover_module(module, rel + ".", None))
     return found

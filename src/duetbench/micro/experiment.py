@@ -22,7 +22,14 @@ from pathlib import Path
 
 from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
 from ..schema import Method
-from .api import MicroError, calibrate, same_interpreter, worker_command
+from .api import (
+    DEFAULT_IDLE_S,
+    DEFAULT_TIMEOUT_S,
+    MicroError,
+    calibrate,
+    same_interpreter,
+    worker_command,
+)
 from .calibration import Calibration, Settings
 
 #: Sampling time per run is at least this many samples of the slower side (its calibration).
@@ -36,9 +43,21 @@ SWAP_SAMPLES = 50
 SWAP_MIN_S = 0.1
 
 
-def _calibrate_side(bench: Benchmark, spec: MicroSpec, pair: str, base: Path) -> Calibration:
+def worker_limits(bench: Benchmark, timeout_s: float | None = None) -> tuple[float, float | None]:
+    """How long a listing or calibration of ``bench`` may take (``timeout_s``, else the
+    benchmark's ``timeout``, else 10 minutes) and may use no CPU (its ``hang_timeout``,
+    at most 30 s; None when off)."""
+    timeout = timeout_s or bench.timeout or DEFAULT_TIMEOUT_S
+    hang = bench.hang_timeout
+    return timeout, None if hang is None else min(hang, DEFAULT_IDLE_S, timeout)
+
+
+def _calibrate_side(
+    bench: Benchmark, spec: MicroSpec, pair: str, base: Path, timeout_s: float | None
+) -> Calibration:
     side = spec.side(pair)
     env = {**os.environ, "DUET_PAIR": pair}  # the worker's messages name the side
+    timeout, idle = worker_limits(bench, timeout_s)
     try:
         return calibrate(
             side.python,
@@ -47,6 +66,8 @@ def _calibrate_side(bench: Benchmark, spec: MicroSpec, pair: str, base: Path) ->
             paths=side.paths,
             settings=Settings(min_sample_ns=round(spec.min_sample_s * 1e9)),
             keep_gc=spec.keep_gc,
+            timeout_s=timeout,
+            idle_s=idle,
             cwd=base,
             env=env,
         )
@@ -64,20 +85,34 @@ def _stored(bench: Benchmark, texts: Mapping[str, str]) -> dict[str, Calibration
         ) from None
 
 
+def sample_seconds(spec: MicroSpec, calibrations: Mapping[str, Calibration] | None = None) -> float:
+    """Seconds of one sample of the slower side (from ``calibrations``, else the ones
+    stored in ``spec``)."""
+    if calibrations is None:
+        calibrations = {p: Calibration.from_json(json.loads(t)) for p, t in spec.calibrations}
+    evaluations = calibrations["A"].evaluations
+    per_eval = max((c.per_evaluation_ns or 0.0) for c in calibrations.values())
+    return max(evaluations * per_eval / 1e9, spec.min_sample_s)
+
+
 def calibrate_benchmark(
-    bench: Benchmark, base: Path, stored: Mapping[str, str] | None = None
+    bench: Benchmark,
+    base: Path,
+    stored: Mapping[str, str] | None = None,
+    *,
+    timeout_s: float | None = None,
 ) -> Benchmark:
-    """``bench`` with its side commands built from A's calibration (``stored``: reuse it)."""
+    """``bench`` with its side commands built from A's calibration (``stored``: reuse it;
+    ``timeout_s``: how long each side's calibration may take, see :func:`worker_limits`)."""
     spec = bench.micro
     if spec is None:
         return bench
     if stored and "A" in stored:
         calibrations = _stored(bench, stored)
     else:
-        calibrations = {p: _calibrate_side(bench, spec, p, base) for p, _ in spec.sides}
+        calibrations = {p: _calibrate_side(bench, spec, p, base, timeout_s) for p, _ in spec.sides}
     evaluations = calibrations["A"].evaluations
-    per_eval = max((c.per_evaluation_ns or 0.0) for c in calibrations.values())
-    sample_s = max(evaluations * per_eval / 1e9, spec.min_sample_s)
+    sample_s = sample_seconds(spec, calibrations)
     # a fixed number of samples, or as many as fit the run time (the worker's --budget),
     # but time for MIN_SAMPLES_PER_RUN of the slower side at least: a minimum needs a few
     budget_s = None
@@ -140,6 +175,7 @@ def calibrate_experiment(
     *,
     stored: Mapping[str, Mapping[str, str]] | None = None,
     base: Path | None = None,
+    timeout_s: float | None = None,
 ) -> Experiment:
     """``exp`` with every micro benchmark calibrated (or its ``stored`` calibration reused).
 
@@ -155,7 +191,10 @@ def calibrate_experiment(
     stored = stored or {}
     return replace(
         exp,
-        benchmarks=tuple(calibrate_benchmark(b, base, stored.get(b.name)) for b in exp.benchmarks),
+        benchmarks=tuple(
+            calibrate_benchmark(b, base, stored.get(b.name), timeout_s=timeout_s)
+            for b in exp.benchmarks
+        ),
     )
 
 

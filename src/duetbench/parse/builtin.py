@@ -8,11 +8,14 @@ it: execute/driver.py). A file of an older release has only the first six column
 from __future__ import annotations
 
 import csv
+import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ResultFileError
+from ..files import RESULT_FILE_MAX, open_regular
 from .registry import SideContext
 
 COLUMNS = ("iteration", "start_ns", "end_ns", "duration_ns", "filler", "exit_code")
@@ -26,9 +29,27 @@ def parse_command(ctx: SideContext) -> pd.DataFrame:
         raise ResultFileError(
             path, "missing: the built-in harness wrote no iterations file for this side"
         )
+    try:
+        rows, optional, extra = _rows(path)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ResultFileError(path, f"cannot read the file: {why}") from None
+    arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
+    df = pd.DataFrame(arr, columns=list(COLUMNS))
+    df["filler"] = df["filler"].astype(bool)
+    if optional:
+        values = np.array(extra, dtype=np.float64).reshape(-1, len(optional))
+        for k, name in enumerate(optional):
+            if not np.isnan(values[:, k]).all():
+                df[name] = pd.array(values[:, k], dtype="Int64")
+    return df
+
+
+def _rows(path: Path) -> tuple[list[list[int]], list[str], list[list[float]]]:
+    """The six integer columns of every row, the optional columns present, their values."""
     rows: list[list[int]] = []
     extra: list[list[float]] = []
-    with open(path, newline="", encoding="utf-8") as f:
+    with io.TextIOWrapper(open_regular(path, RESULT_FILE_MAX), "utf-8", newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:
@@ -51,15 +72,7 @@ def parse_command(ctx: SideContext) -> pd.DataFrame:
                 extra.append([_measured(row, i) for i in where])
             except ValueError:
                 raise ResultFileError(path, f"non-integer value in {row}", line=lineno) from None
-    arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
-    df = pd.DataFrame(arr, columns=list(COLUMNS))
-    df["filler"] = df["filler"].astype(bool)
-    if optional:
-        values = np.array(extra, dtype=np.float64).reshape(-1, len(optional))
-        for k, name in enumerate(optional):
-            if not np.isnan(values[:, k]).all():
-                df[name] = pd.array(values[:, k], dtype="Int64")
-    return df
+    return rows, optional, extra
 
 
 def _measured(row: list[str], i: int) -> float:

@@ -45,6 +45,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._dates import parse_date_output
 from ._many import combined
 from ._util import (
     NS_PER_MS,
@@ -53,7 +54,6 @@ from ._util import (
     epoch_ns_guess_unit,
     find_result_files,
     harness_column_name,
-    parse_date_output,
     read_csv,
     read_text,
     scaled_ns,

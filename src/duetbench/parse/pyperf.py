@@ -34,13 +34,13 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ResultFileError
+from ._dates import parse_iso_datetime
 from ._many import combined
 from ._util import (
     NS_PER_S,
     build_frame,
     find_result_files,
     load_json,
-    parse_iso_datetime,
     round_ns,
     to_decimal,
 )

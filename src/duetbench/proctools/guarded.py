@@ -29,7 +29,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -179,9 +179,10 @@ class _Kept:
 class Captured:
     """What a command printed (decoded, bounded) and how it ended."""
 
-    returncode: int | None  # None: it did not end by itself within the timeout
+    returncode: int | None  # None: stopped (the timeout, or found idle)
     stdout: str
     stderr: str
+    idle: bool = False  # stopped because the ``idle`` check said so
 
     @property
     def timed_out(self) -> bool:
@@ -199,11 +200,15 @@ def run_captured(
     stderr_limit: int = 2000,
     keep_stdout: str = "head",
     grace: float = GUARD_GRACE,
+    idle: Callable[[int], Callable[[float], bool]] | None = None,
 ) -> Captured:
     """Run a guarded command to its end (or ``timeout``); stop whatever it left running.
 
-    Any exception while it runs (Ctrl-C, SIGTERM of duet run) stops its process group and
-    is raised again.
+    ``idle``: given the command's process id, a check of the monotonic time that says
+    when it is idle and must be stopped (``execute.hang.idle_tree``: less than 1 % of a
+    CPU for some seconds, the hang detection of runs: a sleep, a deadlock, a stopped
+    process); ``Captured.idle`` then says so. Any exception while it runs (Ctrl-C,
+    SIGTERM of duet) stops its process group and is raised again.
     """
     g = Guarded(
         argv,
@@ -218,7 +223,9 @@ def run_captured(
     if g.proc.stderr is not None:
         streams[g.proc.stderr.fileno()] = err
     deadline = None if timeout is None else time.monotonic() + timeout
+    is_idle = None if idle is None else idle(g.pid)
     rc: int | None = None
+    stopped_idle = False
     try:
         drain_until = None
         while streams:
@@ -229,6 +236,9 @@ def run_captured(
                     drain_until = now + 0.5
             if deadline is not None and rc is None and now >= deadline:
                 break
+            if is_idle is not None and rc is None and is_idle(now):
+                stopped_idle = True
+                break
             if drain_until is not None and now >= drain_until:
                 break
             ready, _, _ = select.select(list(streams), [], [], 0.05)
@@ -238,11 +248,10 @@ def run_captured(
                     streams[fd].add(chunk)
                 else:
                     del streams[fd]
-        if rc is None and deadline is None:
-            rc = g.proc.wait()
-        elif rc is None:
+        if rc is None and not stopped_idle:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                rc = g.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                rc = g.proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
                 rc = None
     finally:
@@ -250,4 +259,4 @@ def run_captured(
         for f in (g.proc.stdout, g.proc.stderr):
             if f is not None:
                 f.close()
-    return Captured(rc, out.text(), err.text())
+    return Captured(rc, out.text(), err.text(), stopped_idle)

@@ -15,6 +15,8 @@ import math
 import re
 from typing import Any
 
+from ..text import visible
+
 #: Markdown punctuation that can start emphasis, code, links, images, headings' closing
 #: sequences, strikethrough or a table cell; escaped with a backslash (CommonMark allows a
 #: backslash before any ASCII punctuation)
@@ -24,15 +26,18 @@ _MD_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
 def _printable(text: str) -> str:
-    """Line ends, tabs, NUL and other control characters as spaces (one line of text)."""
-    return "".join(c if c.isprintable() else " " for c in text)
+    """One line of text: line ends and tabs as spaces, other control characters shown as
+    escapes (``\\x1b``; ``text.visible``)."""
+    return visible(text)
 
 
 def rich_text(value: Any) -> str:
-    """``value`` as text for rich markup: ``[`` shown as it is, never read as a style tag."""
+    """``value`` as text for rich markup: ``[`` shown as it is, never read as a style tag;
+    control characters (escape sequences, carriage returns, bidirectional overrides)
+    shown as escapes, never sent to the terminal (``text.visible``)."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return escape(visible(str(value), lines=True))
 
 
 def md_text(value: Any) -> str:

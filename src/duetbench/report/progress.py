@@ -42,9 +42,12 @@ def _iterations(side: SideRecord | None) -> str:
 class RichObserver:
     """Progress bar (runs done/total, elapsed, ETA, current benchmark and method); ``-v``: a line per run."""
 
-    def __init__(self, console: Console | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self, console: Console | None = None, verbose: bool = False, resume: str | None = None
+    ) -> None:
         self.console = console or Console(stderr=True)
         self.verbose = verbose
+        self.resume = resume  # the command that continues the experiment, as typed
         self.progress: Progress | None = None
         self.task: Any = None
         self._t_run: dict[str, float] = {}
@@ -113,10 +116,12 @@ class RichObserver:
     def experiment_finished(self, summary: ExperimentSummary) -> None:
         if self.progress is not None:
             self.progress.stop()
-        print_summary(self.console, summary)
+        print_summary(self.console, summary, self.resume)
 
 
-def print_summary(console: Console, summary: ExperimentSummary) -> None:
+def print_summary(console: Console, summary: ExperimentSummary, resume: str | None = None) -> None:
+    """The line after the progress bar; when interrupted, the command that continues
+    (``resume``: the command line as typed, with --resume)."""
     parts = [
         f"[{STATUS_STYLE.get(k, 'white')}]{v} {k}[/]" for k, v in sorted(summary.statuses.items())
     ]
@@ -134,11 +139,11 @@ def print_summary(console: Console, summary: ExperimentSummary) -> None:
     for note in getattr(summary, "notes", []) or []:
         console.print(f"[yellow]note:[/] {rich_text(note)}")
     if summary.interrupted:
-        console.print(
-            f"Continue with: duet run <config> -o {rich_text(shlex.quote(str(summary.root.parent)))} "
-            "--resume",
-            highlight=False,
+        command = resume or (
+            f"duet run CONFIG -o {shlex.quote(str(summary.root.parent))} --resume"
+            " (CONFIG: the experiment's duet.yml)"
         )
+        console.print(f"Continue with: {rich_text(command)}", highlight=False)
 
 
 def print_runs_not_ok(console: Console, root: Path, bad: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ from rich.table import Table as RichTable
 
 from ..analysis.evaluate import Evaluation
 from ..dataset import Dataset
+from ..text import visible
 from . import evaluation_tables as et
 from .formatting import rich_text, verdict_word
 from .tables import Note, Table, dataset_notes
@@ -98,10 +99,38 @@ def print_processed(console: Any, rep: Any, out: Any) -> None:
     print_notes(console, [Note("problem", p) for p in rep.problems])
 
 
+#: a table longer than this is printed as plain aligned text: rich lays out every cell
+#: (100 000 plan rows took minutes and 0.8 GB), and nobody reads such a table in boxes
+PLAIN_ROWS = 2000
+
+
 def print_titled(table: Table, console: Any = None) -> None:
     """A table under its title (`duet plan`, `duet hosts`)."""
     console = console or make_console()
+    if len(table.rows) > PLAIN_ROWS:
+        print_plain(table, console)
+        return
     console.print(rich_table(table, title=rich_text(table.title)))
+
+
+def print_plain(table: Table, console: Any) -> None:
+    """``table`` as aligned columns of plain text, written at once (a long table)."""
+    cells = [[visible(c.title) for c in table.columns]]
+    cells += [[visible(text) for text in table.cells(row)] for row in table.rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+    left = [c.left for c in table.columns]
+
+    def line(row: list[str]) -> str:
+        parts = (
+            t.ljust(w) if is_left else t.rjust(w)
+            for t, w, is_left in zip(row, widths, left, strict=True)
+        )
+        return "  ".join(parts).rstrip()
+
+    console.print(rich_text(table.title), highlight=False)
+    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
+    out += [line(row) for row in cells[1:]]
+    console.file.write("\n".join(out) + "\n")
 
 
 def print_table(console: Any, table: Table) -> None:

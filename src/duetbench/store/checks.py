@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from ..errors import ResultsDirError
+from ..files import RECORD_MAX, read_bytes
 from ..records import RunRecord
 from . import manifest
 from .layout import RUN_FILE, RUNS_DIR, SUPERSEDED_DIR
@@ -35,7 +36,7 @@ def load_run(run_dir: Path, run_id: str) -> tuple[RunRecord | None, bytes, str |
         return None, b"", f"{rel} is not a directory"
     where = f"{rel}/{RUN_FILE}"
     try:
-        raw = (run_dir / RUN_FILE).read_bytes()
+        raw = read_bytes(run_dir / RUN_FILE, RECORD_MAX)
     except FileNotFoundError:
         return None, b"", f"{where} is missing"
     except IsADirectoryError:

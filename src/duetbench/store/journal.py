@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsDirError
+from ..files import DOCUMENT_MAX, read_bytes
 from ..records import RunRecord
 from ..schema import FINISHED_STATUSES
 from .manifest import file_digest
@@ -74,7 +75,7 @@ class Journal:
         """The entries with their line numbers, and the byte offset of a torn last line,
         if there is one. Any other line that is not an entry is a :class:`ResultsDirError`."""
         try:
-            data = self.path.read_bytes()
+            data = read_bytes(self.path, DOCUMENT_MAX)
         except FileNotFoundError:
             return [], None
         except OSError as exc:

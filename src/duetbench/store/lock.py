@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import ResultsDirError
+from ..files import RECORD_MAX, read_bytes
 from ..proctools.procfs import cmdline
 from .layout import EXPERIMENT_FILE, LOCK_FILE
 
@@ -63,7 +64,7 @@ def _command_line() -> str:
 def read_holder(path: Path) -> Holder | None:
     """The holder information written into a lock file, or None if there is none."""
     try:
-        data = json.loads(Path(path).read_bytes() or b"null")
+        data = json.loads(read_bytes(path, RECORD_MAX) or b"null")
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):

@@ -16,13 +16,14 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from ..files import open_regular
 from .layout import RUN_FILE
 
 
 def file_digest(path: Path) -> str:
     """SHA-256 of a file, hex."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # a FIFO or a device would block or never end
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()

@@ -24,6 +24,7 @@ from typing import Any
 from .._version import __version__
 from ..atomic import fsync_dir, fsync_tree, write_json_atomic
 from ..errors import ResultsDirError
+from ..files import DOCUMENT_MAX, RECORD_MAX, read_bytes
 from ..records import RunRecord
 from ..schema import FINISHED_STATUSES
 from . import checks, manifest
@@ -152,13 +153,13 @@ class ResultsStore:
             if d.exists() and not d.is_dir():
                 raise ResultsDirError(
                     f"{d} is not a directory: the results directory is damaged. Move that file "
-                    f"away; `duet run <config> -o {root.parent} --resume` then recreates "
+                    f"away; `duet run` of the experiment's duet.yml with `-o {root.parent} --resume` then recreates "
                     f"{d.name}/ (and executes again every run that was in it)"
                 )
         if store.journal_path.exists() and not store.journal_path.is_file():
             raise ResultsDirError(
                 f"{store.journal_path} is not a file: the results directory is damaged. Move it "
-                f"away; `duet run <config> -o {root.parent} --resume` then rebuilds the journal "
+                f"away; `duet run` of the experiment's duet.yml with `-o {root.parent} --resume` then rebuilds the journal "
                 "from the run directories"
             )
         if writable:
@@ -176,7 +177,7 @@ class ResultsStore:
         exp: Any = None
         problem = None
         try:
-            exp = json.loads(path.read_bytes().decode("utf-8"))
+            exp = json.loads(read_bytes(path, DOCUMENT_MAX).decode("utf-8"))
         except OSError as exc:
             problem = f"cannot be read ({_why(exc)})"
         except ValueError as exc:  # UnicodeDecodeError is a ValueError
@@ -271,7 +272,7 @@ class ResultsStore:
         except NotADirectoryError:
             raise ResultsDirError(
                 f"{self.runs_dir} is not a directory: the results directory is damaged. Move "
-                f"that file away; `duet run <config> -o {self.root.parent} --resume` then "
+                f"that file away; `duet run` of the experiment's duet.yml with `-o {self.root.parent} --resume` then "
                 "executes every run again"
             ) from None
         except OSError as exc:
@@ -452,7 +453,7 @@ class ResultsStore:
         """The events of cluster.jsonl (none for an inline experiment). Damaged lines are
         skipped: the log explains the scheduling, no number comes from it."""
         try:
-            lines = self.cluster_log_path.read_bytes().splitlines()
+            lines = read_bytes(self.cluster_log_path, DOCUMENT_MAX).splitlines()
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -476,7 +477,7 @@ class ResultsStore:
     def stops(self) -> dict[str, Any] | None:
         """stops.json (None: not an adaptive experiment, or nothing stopped yet)."""
         try:
-            doc = json.loads(self.stops_path.read_bytes().decode("utf-8"))
+            doc = json.loads(read_bytes(self.stops_path, RECORD_MAX).decode("utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -506,7 +507,7 @@ class ResultsStore:
         except NotADirectoryError:
             raise ResultsDirError(
                 f"{self.hosts_dir} is not a directory: the results directory is damaged. Move "
-                f"that file away; `duet run <config> -o {self.root.parent} --resume` records "
+                f"that file away; `duet run` of the experiment's duet.yml with `-o {self.root.parent} --resume` records "
                 "the host again"
             ) from None
         except OSError as exc:
@@ -518,7 +519,7 @@ class ResultsStore:
             p = self.hosts_dir / name
             d: Any = None
             try:
-                d = json.loads(p.read_bytes().decode("utf-8"))
+                d = json.loads(read_bytes(p, RECORD_MAX).decode("utf-8"))
                 problem = None if isinstance(d, dict) else "is not a JSON object"
             except OSError as exc:
                 problem = f"cannot be read ({_why(exc)})"
@@ -527,7 +528,7 @@ class ResultsStore:
             if problem is not None:
                 raise ResultsDirError(
                     f"{p} {problem}: the results directory is damaged. Delete that file; "
-                    f"`duet run <config> -o {self.root.parent} --resume` records the host "
+                    f"`duet run` of the experiment's duet.yml with `-o {self.root.parent} --resume` records the host "
                     "again when it runs there (only the host_* and artifact_* columns of the "
                     "iterations table come from it)"
                 )

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from ...text import visible
 from ..formatting import verdict_word
 from ..tables import Table
 from .plots import PLOT_CONFIG, TEMPLATE
@@ -26,7 +28,28 @@ VERDICT_CLASS = {
 
 
 def esc(x: Any) -> str:
-    return html.escape(str(x), quote=True)
+    """User text in HTML: markup escaped, control characters shown (``text.visible``)."""
+    return html.escape(visible(str(x), lines=True), quote=True)
+
+
+def _finite(obj: Any) -> Any:
+    """JSON-safe: NaN and infinities as null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def script_json(obj: Any) -> str:
+    """JSON to put inside a ``<script>`` element (the report's and the dashboard's): no
+    ``<``, ``>`` or ``&`` (as ``\\u003c`` ...), so no value -- a benchmark named
+    ``</script>`` or ``<!--<script>`` -- can end the element, open a comment or start
+    another script; ASCII only; NaN and infinities as null."""
+    text = json.dumps(_finite(obj), separators=(",", ":"), allow_nan=False, ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 @cache
@@ -61,9 +84,7 @@ class Page:
         self.n_figs += 1
         fid = f"fig{self.n_figs}"
         layout = {"template": TEMPLATE, "height": height, **fig.get("layout", {})}
-        payload = json.dumps(
-            {"data": fig["data"], "layout": layout}, separators=(",", ":"), allow_nan=False
-        ).replace("</", "<\\/")
+        payload = script_json({"data": fig["data"], "layout": layout})
         cls = "plot wide" if wide else "plot"
         # drawn by the script at the end of <body>, once the page layout is final
         self.parts.append(
