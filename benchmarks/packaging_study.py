@@ -291,20 +291,30 @@ def pyperf_ratio(
     """``pyperf timeit --compare-to A``, run by B's interpreter: B/A and the words.
 
     ``budget_s``: the machine time of all four functions and both sides, spent as pyperf
-    spends it -- processes of 1 warm-up and 3 values of at least 0.1 s (about 0.7 s a
-    process here, with its start-up); None: ``--fast``."""
+    spends it -- processes of 1 warm-up and 3 values of at least 0.1 s. The seconds a
+    process takes are measured as it goes (a start-up on a busy machine is slow): each
+    function gets as many processes as the time left for it holds, by the processes so
+    far. None: ``--fast``."""
     out = {}
-    if budget_s is None:
-        options = ["--fast"]
-    else:
-        processes = max(2, round(budget_s / len(STATEMENTS) / 2 / PYPERF_PROCESS_S))
-        options = ["--processes", str(processes), "--values", "3", "--warmups", "1"]
-    for fn, (setup, stmt) in STATEMENTS.items():
+    per_process = PYPERF_PROCESS_S
+    spent = 0.0
+    for i, (fn, (setup, stmt)) in enumerate(STATEMENTS.items()):
+        if budget_s is None:
+            options = ["--fast"]
+        else:
+            share = (budget_s - spent) / (len(STATEMENTS) - i)
+            processes = max(2, round(share / 2 / per_process))
+            options = ["--processes", str(processes), "--values", "3", "--warmups", "1"]
+        start = time.monotonic()
         done = subprocess.run(
             [str(pythons[b]), "-m", "pyperf", "timeit", *options, "--compare-to",
              str(pythons[a]), "-s", setup, stmt],
             capture_output=True, text=True,
         )  # fmt: skip
+        took = time.monotonic() - start
+        spent += took
+        if budget_s is not None:
+            per_process = took / (2 * processes)
         text = done.stdout + done.stderr
         m = re.search(r"Mean \+- std dev: \[[^\]]+\] (.+?) -> \[[^\]]+\] (.+?): (.+)", text)
         if m is None:
