@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomic
 from ..errors import DuetError, ExitCode
 
 __all__ = [
@@ -173,7 +174,7 @@ def run_gate(env: Mapping[str, str]) -> int:
         )
         _append(env.get("GITHUB_STEP_SUMMARY"), markdown)
     results.mkdir(parents=True, exist_ok=True)
-    summary.write_text(markdown, encoding="utf-8")
+    write_atomic(summary, markdown)
     write_outputs(
         env,
         {
