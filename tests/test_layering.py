@@ -75,7 +75,7 @@ LAYERS: dict[str, int] = {
         ("adaptive", "micro", "process", "dataset", "schedule", "history", "host_report"), 3
     ),
     **dict.fromkeys(("report", "dashboard", "ci"), 4),
-    **dict.fromkeys(("commands", ""), 5),
+    **dict.fromkeys(("commands", "pytest_plugin", ""), 5),
     **dict.fromkeys(("cli", "__main__"), 6),
 }
 #: Where argparse may be imported.
