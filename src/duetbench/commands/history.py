@@ -119,7 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the version of a file that names no commit (pyperf); with --git, a revision",
     )
     im.add_argument(
-        "--git", metavar="CHECKOUT", type=Path, help="the commit and date of --label (or HEAD)"
+        "--git", metavar="CHECKOUT", type=Path, help="the git checkout whose commit (--label, or HEAD) and date the files get"
     )
     add_format_flag(im, ("table", "json"))
 
