@@ -92,7 +92,7 @@ LAYERS: dict[str, int] = {
         3,
     ),
     **dict.fromkeys(("report", "dashboard", "ci"), 4),
-    **dict.fromkeys(("commands", ""), 5),
+    **dict.fromkeys(("commands", "pytest_plugin", ""), 5),
     **dict.fromkeys(("cli", "__main__"), 6),
 }
 #: Where argparse may be imported.
@@ -274,6 +274,18 @@ BENCHMARK_SIDE = (
 PASSED_THROUGH = ("__init__.py", "execute/__init__.py")
 #: The oldest Python these must parse under.
 OLDEST_PYTHON = (3, 8)
+#: The pytest plugin as every pytest session where duetbench is installed loads it, and
+#: as each side's pytest process runs it under ``--duet-*`` (next to the user's tests,
+#: maybe in an environment without duetbench's dependencies): the standard library,
+#: pytest and each other; the plugin's ``__init__`` with the imports that run when it
+#: loads (the duet role imports the rest of duetbench later). ``fixture.py`` loads
+#: ``micro/worker.py`` by path.
+IN_PYTEST = (
+    "pytest_plugin/__init__.py",
+    "pytest_plugin/names.py",
+    "pytest_plugin/side.py",
+    "pytest_plugin/fixture.py",
+)
 
 #: The package that alone reads /proc about processes (docs/architecture.md).
 PROCESS_PACKAGE = f"{PKG}.proctools"
@@ -399,6 +411,25 @@ def standalone_problems(root: Path, package: str) -> list[str]:
     return sorted(set(found))
 
 
+def in_pytest_problems(root: Path, package: str) -> list[str]:
+    """Every import of an :data:`IN_PYTEST` module that is not the standard library,
+    pytest or another IN_PYTEST module (imports inside functions count, but for the
+    plugin's ``__init__``: only what runs when it loads)."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__", "pytest", "_pytest"}
+    allowed = {module_name(root, root / rel, package) for rel in IN_PYTEST}
+    allowed |= {module_name(root, root / rel, package) for rel in PASSED_THROUGH}
+    found = []
+    for rel in IN_PYTEST:
+        path = root / rel
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        name = module_name(root, path, package)
+        loading = rel.endswith("__init__.py")
+        for target, line in _imported(root, package, name, tree, loading=loading):
+            if target.partition(".")[0] not in stdlib and target not in allowed:
+                found.append(f"{rel}:{line} imports {target} (not stdlib, pytest or the plugin)")
+    return sorted(set(found))
+
+
 # -- the real tree -------------------------------------------------------------------
 
 
@@ -406,10 +437,28 @@ def test_code_that_runs_without_duetbench_keeps_to_the_standard_library_and_pyth
     assert standalone_problems(SRC, PKG) == []
 
 
+def test_the_pytest_plugin_loads_only_the_standard_library_and_pytest() -> None:
+    assert in_pytest_problems(SRC, PKG) == []
+
+
+def test_the_pytest_check_sees_an_import_of_duetbench(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    for rel in (*IN_PYTEST, *PASSED_THROUGH):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text((SRC / rel).read_text(encoding="utf-8"))
+    (root / "options.py").write_text("")
+    side = root / "pytest_plugin" / "side.py"
+    side.write_text(side.read_text() + "\ndef f():\n    from .. import options\n")
+    assert in_pytest_problems(root, PKG) == [
+        f"pytest_plugin/side.py:{len(side.read_text().splitlines())} imports {PKG}.options "
+        "(not stdlib, pytest or the plugin)"
+    ]
+
+
 def test_the_architecture_page_lists_the_code_that_runs_without_duetbench() -> None:
     page = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = page.split("## Code that runs without duetbench", 1)[1].split("\n## ", 1)[0]
-    for rel in (*STANDALONE, *BENCHMARK_SIDE):
+    for rel in (*STANDALONE, *BENCHMARK_SIDE, *IN_PYTEST):
         assert f"`{rel}`" in section, rel
 
 

@@ -1,4 +1,5 @@
-"""`duet history add | list | show | changes | mark | unmark | marks | remove`: the results
+"""`duet history add | import | list | show | changes | mark | unmark | marks | remove`: the
+results
 repository across versions (docs/history.md).
 
 ``--repo`` takes a file path (SQLite) or a ``postgresql://`` URL; without it the
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 #: the environment variable that names the repository when --repo is not given
 REPO_ENV = "DUET_HISTORY"
 FORMATS = ("table", "json", "markdown")
+#: history/importers.py's tools (kept here so that `duet --help` imports no pandas)
+IMPORT_TOOLS = ("asv", "pytest-benchmark", "pyperf", "github-action-benchmark")
 
 
 def add_repo_flag(p: argparse.ArgumentParser, flag: str = "--repo") -> None:
@@ -85,7 +88,8 @@ def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Ver
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history",
-        help="the results repository across versions: add, list, show, changes, mark, remove",
+        help="the results repository across versions: add, import, list, show, changes, mark, "
+        "remove",
         description="Keep experiments of many versions in one repository, show each "
         "benchmark's series and find the versions that changed it (docs/history.md).",
     )
@@ -98,6 +102,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_version_flags(a)
     add_format_flag(a, ("table", "json"))
     add_keep_unbalanced(a)
+
+    im = hs.add_parser(
+        "import",
+        help="add other tools' results: asv, pytest-benchmark, pyperf, github-action-benchmark",
+        description="Add results of asv (a results directory), pytest-benchmark (saved runs "
+        "or a directory of them), pyperf (JSON) or github-action-benchmark (data.js) as "
+        "absolute series: one experiment per version and machine (docs/history.md, "
+        "'Importing other tools' results'). Runs already in the repository are skipped.",
+    )
+    im.add_argument("paths", type=Path, nargs="+", metavar="PATH", help="files or directories")
+    add_repo_flag(im)
+    im.add_argument("--tool", choices=IMPORT_TOOLS, help="what wrote PATH (default: detected)")
+    im.add_argument(
+        "--label",
+        metavar="LABEL",
+        help="the version of a file that names no commit (pyperf); with --git, a revision",
+    )
+    im.add_argument(
+        "--git",
+        metavar="CHECKOUT",
+        type=Path,
+        help="the git checkout whose commit (--label, or HEAD) and date the files get",
+    )
+    add_format_flag(im, ("table", "json"))
 
     ls = hs.add_parser("list", help="the versions, experiments, hosts and benchmarks it holds")
     add_repo_flag(ls)
@@ -234,8 +262,81 @@ def run(args: argparse.Namespace) -> int:
             raise DuetError(f"{args.results} does not exist: give results/NAME of `duet run`")
         with Repository.open(location) as repo:
             return _add(repo, args, sides)
+    if command == "import":  # every file is read before a repository is created
+        runs = _imported_runs(args)
+        with Repository.open(location) as repo:
+            return _import(repo, args, runs)
     with Repository.open(location, create=False) as repo:
         return int(_COMMANDS[command](repo, args))
+
+
+def _imported_runs(args: argparse.Namespace) -> list[Any]:
+    from ..history.importers import read, with_version
+    from ..history.versions import Version, version_from_git
+
+    version = None
+    if args.git is not None:
+        version = version_from_git(args.git, rev=args.label or "HEAD", label=args.label)
+    elif args.label:
+        version = Version(args.label)
+    runs = [run for path in args.paths for run in read(path, args.tool)]
+    return with_version(runs, version)
+
+
+def _import(repo: Repository, args: argparse.Namespace, runs: list[Any]) -> int:
+    from ..history import HistoryError
+    from ..report.tables import Column, Note, Table
+
+    rows, skipped = [], []
+    for run in runs:
+        try:
+            info = repo.add_imported(run)
+        except HistoryError as exc:
+            if "already in the repository" not in str(exc):
+                raise
+            skipped.append(run)
+            continue
+        rows.append(
+            {
+                "id": info.id,
+                "tool": run.tool,
+                "version": info.version_a,
+                "commit": (run.version.commit or "")[:12] or None,
+                "host": ", ".join(f"{n} ({fp[:8]})" for n, fp in info.hosts),
+                "benchmarks": len(run.results),
+                "source": run.source,
+                "notes": list(run.notes),
+            }
+        )
+    if args.format == "json":
+        doc = {
+            "repository": repo.location,
+            "added": rows,
+            "skipped": [{"source": r.source, "version": r.version.label} for r in skipped],
+        }
+        _json(doc, None)
+        return ExitCode.OK
+    notes = [Note("note", n) for r in rows for n in r["notes"]]
+    if skipped:
+        notes.append(Note("info", f"{len(skipped)} run(s) already in the repository, skipped"))
+    table = Table(
+        name="imported",
+        title=f"imported {len(rows)} run(s) into {repo.location} (absolute series)",
+        columns=(
+            Column("id", "#", "count"),
+            Column("tool", "tool"),
+            Column("version", "version"),
+            Column("commit", "commit"),
+            Column("host", "host"),
+            Column("benchmarks", "benchmarks", "count"),
+            Column("source", "source"),
+        ),
+        rows=tuple(rows),
+        notes=tuple(notes),
+        empty="nothing new to import",
+    )
+    _terminal([table])
+    return ExitCode.OK
 
 
 def _add(repo: Repository, args: argparse.Namespace, sides: dict[str, Version]) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._version import __version__
 from ..history import Change, EnvironmentChange
+from ..history.imported import IMPORTED
 from ..report import formatting as fmt
 from ..report.html.page import VERDICT_CLASS, esc, script_json
 from .figures import series_figure, sparkline, when
@@ -91,6 +92,8 @@ def _verdict(verdict: str) -> str:
 def _latest(latest: Latest | None) -> str:
     if latest is None:
         return '<span class="muted">-</span>'
+    if latest.verdict == IMPORTED:  # a point of the absolute series, no comparison
+        return f"{esc(latest.version_b)}: {_verdict(latest.verdict)}"
     if latest.version_a == latest.version_b:
         what = f"A/A at {esc(latest.version_b)}"
     else:

@@ -31,7 +31,8 @@ from ._db import (
 )
 from ._ingest import ExperimentData, analyse, load_results_dir, load_table
 from ._schema import ensure_schema
-from .fingerprint import HostFingerprint
+from .fingerprint import HostFingerprint, fingerprint
+from .imported import ImportedRun
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
 from .versions import Version, complete_versions, refuse_control_characters
 
@@ -135,6 +136,48 @@ class Repository:
             self._insert_details(eid, data, analysis, vids, host_ids)
             _checkpoint("before-commit")
         return self.experiment(eid)
+
+    def add_imported(self, run: ImportedRun) -> ExperimentInfo:
+        """Add a run another tool measured (history/importers.py) as one experiment of one
+        version (A = B) whose rows are points of the absolute series: no paired step, no
+        run values (docs/history.md, "Importing other tools' results")."""
+        fp = fingerprint({"host_name": run.host_name, **run.host})
+        data = run.experiment_data(self._known_commit(run.version_of()), fp)
+        with _guard(self.db):
+            self._refuse_duplicate(data.uid)
+        blob = encode(data.table)
+        self.blobs.put_file(blob)
+        with _guard(self.db), self.db.transaction():
+            self._refuse_duplicate(data.uid)
+            vid = self._version_id(self._known_commit(run.version_of()))
+            host_id = self._host_id(fp)
+            self.blobs.put_row(blob)
+            eid = self._insert_experiment(data, blob.hash, CompareOptions())
+            self.db.executemany(
+                "INSERT INTO experiment_versions (experiment_id, side, version_id) "
+                "VALUES (?, ?, ?)",
+                [(eid, "A", vid), (eid, "B", vid)],
+            )
+            self.db.execute(
+                "INSERT INTO experiment_hosts (experiment_id, host_name, host_id) VALUES (?, ?, ?)",
+                (eid, run.host_name, host_id),
+            )
+            self.db.executemany(
+                "INSERT INTO results (experiment_id, suite, benchmark, method, host_id, "
+                "version_a, version_b, mean_a_ns, runs, pairs, verdict, level_a, level_a_se) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(eid, *row[:3], host_id, vid, vid, *row[3:]) for row in run.result_rows()],
+            )
+        return self.experiment(eid)
+
+    def _known_commit(self, v: Version) -> Version:
+        """``v`` under the label the repository already gives its commit (an imported
+        run of a commit that `duet history add --git` recorded as v1.4 joins v1.4)."""
+        if not v.commit:
+            return v
+        with _guard(self.db):
+            row = self.db.one("SELECT label FROM versions WHERE commit_sha = ?", (v.commit,))
+        return v if row is None else Version(str(row[0]), v.commit, v.commit_ns)
 
     def _refuse_duplicate(self, uid: str) -> None:
         row = self.db.one("SELECT id, name, added_ns FROM experiments WHERE uid = ?", (uid,))

@@ -466,7 +466,10 @@ def _sample_loop(
     timeout: float | None,
     handshake: Any,
     swap: Any = None,
+    prepare: Any = None,
 ) -> None:
+    """``prepare``: called before each sample (before its handshake, untimed), returns the
+    callable that sample times (pytest-benchmark's ``pedantic(setup=...)``)."""
     time_sample = h["calibration"].time_sample
     failure = h["discovery"].UserCodeFailure
     limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
@@ -483,6 +486,15 @@ def _sample_loop(
                 break
             if budget_ns is not None and begin is not None and clock() - begin >= budget_ns:
                 break
+        timed = fn
+        if prepare is not None:
+            try:
+                with _Alarm(timeout):
+                    timed = prepare()
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raise failure("setup", exc) from exc
         if handshake is not None:
             handshake.wait()
         if swap is not None:  # after the go: both sides of a sduet cross a period together
@@ -493,7 +505,7 @@ def _sample_loop(
         before = cpu_clock.read()
         try:
             with _Alarm(timeout):
-                elapsed = time_sample(fn, evaluations, clock, disable_gc)
+                elapsed = time_sample(timed, evaluations, clock, disable_gc)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -504,6 +516,57 @@ def _sample_loop(
             warmed += 1
         else:
             measured += 1
+
+
+def sample_callable(
+    fn: Any,
+    evaluations: int,
+    output: str,
+    meta: dict[str, Any],
+    *,
+    samples: int | None = None,
+    budget_s: float | None = None,
+    warmup: int = DEFAULT_WARMUP,
+    keep_gc: bool = False,
+    timeout: float | None = None,
+    swap_every: float = 0.0,
+    prepare: Any = None,
+    environ: Any = None,
+) -> None:
+    """One run's samples of ``fn`` (``evaluations`` calls each) into ``output``, exactly as
+    the worker takes them -- the handshake of a synchronous duet and the CPU swap from
+    ``environ`` (default ``os.environ``), the CPU time and run delay of every sample --
+    for code that times a callable in its own process (duetbench's pytest plugin).
+
+    ``meta``: the benchmark's part of micro-meta.json (``side``, ``target``, ``benchmark``,
+    ``calibration``); the interpreter and the sampling settings are added here. Raises
+    the worker's ``UserCodeFailure`` (``_load_helpers()["discovery"]``) when ``fn`` or
+    ``prepare`` raises, after telling the coordinator ``done``.
+    """
+    h = _load_helpers()
+    env = os.environ if environ is None else environ
+    handshake = h["handshake"].Handshake.from_env(env)
+    swap = h["cpuswap"].CpuSwap.from_env(env, swap_every)
+    total = samples if samples is not None or budget_s else DEFAULT_SAMPLES
+    info = {"format": FORMAT_VERSION, **meta, "python": _python_info()}
+    info.update(gc_disabled=not keep_gc, warmup=warmup, samples=total, budget_s=budget_s)
+    info.update(pid=os.getpid(), handshake=handshake is not None, start_ns=time.time_ns())
+    os.makedirs(output, exist_ok=True)
+    _write_json(output, META_FILE, info)
+    options = argparse.Namespace(samples=samples, budget=budget_s, warmup=warmup, keep_gc=keep_gc)
+    rows = _Samples(output)
+    try:
+        _sample_loop(options, h, rows, fn, evaluations, timeout, handshake, swap, prepare)
+    finally:
+        rows.close()
+        if swap is not None:
+            info["cpu_swap"] = swap.to_json()
+            _write_json(output, META_FILE, info)
+        if handshake is not None:
+            try:
+                handshake.done()
+            except h["handshake"].HandshakeError:
+                pass
 
 
 # --------------------------------------------------------------------------- in-process pairs

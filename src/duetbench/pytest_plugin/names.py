@@ -1,0 +1,10 @@
+"""Names the plugin's modules share (docs/pytest.md)."""
+
+from __future__ import annotations
+
+#: the side's instruction (JSON), set by the duet for each side process
+ENV = "DUET_PYTEST"
+#: the plugin's name for ``-p`` (and its entry point's, so it is never loaded twice)
+PLUGIN = "duetbench.pytest_plugin"
+#: options that take no value (every other --duet-* option takes one)
+FLAGS = ("--duet-fail-on-regression", "--duet-keep-gc", "--duet-no-cpu-swap")
