@@ -36,7 +36,8 @@ def test_a_short_packaging_study_gives_every_tool_its_figures(tmp_path: Path) ->
             assert set(got[tool]) == FUNCTIONS, (pair, tool, got[tool])
             assert got[f"{tool}_s"] > 0  # the machine time each tool took
         for fn in FUNCTIONS:
-            assert got["duet"][fn]["verdict"] in ("faster", "slower", "same"), got["duet"][fn]
+            verdicts = ("faster", "slower", "no change detected")  # no threshold: never equal
+            assert got["duet"][fn]["verdict"] in verdicts, got["duet"][fn]
             assert got["pytest"][fn]["ratio"] > 0 and got["pytest"][fn]["rounds"][0] >= 5
     # SpecifierSet parsing became 2.3-2.4x faster in 26.0 (every run of the case study,
     # every condition, every tool): far beyond any noise of this machine
