@@ -131,9 +131,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_repo_flag(ls)
     add_format_flag(ls, FORMATS)
 
-    sh = hs.add_parser("show", help="a benchmark's series: paired steps and absolute levels")
+    sh = hs.add_parser(
+        "show",
+        help="a benchmark's series: paired steps and absolute levels, and its priors",
+    )
     add_repo_flag(sh)
     _filter_flags(sh)
+    sh.add_argument(
+        "--last",
+        type=int,
+        default=10,
+        metavar="N",
+        help="the priors (spread, machine time, warm-up) from the last N experiments of "
+        "each series (default 10; docs/history.md, 'Priors')",
+    )
     add_format_flag(sh, FORMATS)
 
     ch = hs.add_parser("changes", help="the versions that made a benchmark slower or faster")
@@ -364,9 +375,11 @@ def _list(repo: Repository, args: argparse.Namespace) -> int:
 
 
 def _show(repo: Repository, args: argparse.Namespace) -> int:
-    from ..history import HistoryError, series
-    from ..report.history_tables import series_tables
+    from ..history import HistoryError, priors, series
+    from ..report.history_tables import priors_table, series_tables
 
+    if args.last < 1:
+        raise HistoryError(f"--last must be at least 1 (experiments), got {args.last}")
     found = series(
         repo, benchmark=args.benchmark, suite=args.suite, host=args.host, method=args.method
     )
@@ -375,10 +388,24 @@ def _show(repo: Repository, args: argparse.Namespace) -> int:
             f"no series of benchmark '{args.benchmark}' (with these filters) in {repo.location}; "
             "`duet history list` shows the benchmarks it has"
         )
+    prior = priors(
+        repo,
+        benchmark=args.benchmark,
+        suite=args.suite,
+        host=args.host,
+        method=args.method,
+        last=args.last,
+    )
     if args.format == "json":
-        _json({"repository": repo.location, "series": [s.to_json() for s in found]}, None)
+        doc = {
+            "repository": repo.location,
+            "series": [s.to_json() for s in found],
+            "priors": [p.to_json() for p in prior],
+        }
+        _json(doc, None)
     else:
-        _render(f"history of {args.benchmark}", series_tables(found), args.format, None)
+        tables = [*series_tables(found), priors_table(prior, args.last)]
+        _render(f"history of {args.benchmark}", tables, args.format, None)
     return ExitCode.OK
 
 

@@ -5,6 +5,8 @@
 - :func:`series` -- per (suite, benchmark, host fingerprint, method): the paired series
   (chained direct comparisons of adjacent versions) and the absolute series.
 - :func:`detect_changes` -- change points with sizes, intervals and evidence.
+- :func:`priors` -- per benchmark x method on a host: the spread, cost and warm-up of
+  its last experiments, for planning the next one.
 
 docs/history.md describes the schema, the series and the change detection.
 """
@@ -17,6 +19,7 @@ from .export import ExportSummary, export
 from .findings import Change, ChangeReport, DetectionSettings, Dismissed, EnvironmentChange, Spike
 from .fingerprint import HostFingerprint, fingerprint
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
+from .priors import Prior, priors
 from .repository import Repository
 from .series import Series, SeriesKey, series
 from .versions import Version, parse_versions, version_from_git
@@ -40,11 +43,13 @@ __all__ = [
     "HostFingerprint",
     "HostInfo",
     "Mark",
+    "Prior",
     "Repository",
     "StoredVersion",
     "Summary",
     "Version",
     "fingerprint",
     "parse_versions",
+    "priors",
     "version_from_git",
 ]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .tables import Column, Note, Table
 
 if TYPE_CHECKING:
-    from ..history import ChangeReport, ExperimentInfo, Mark, Series, Summary
+    from ..history import ChangeReport, ExperimentInfo, Mark, Prior, Series, Summary
 
 
 def _when(ns: int | None) -> str | None:
@@ -174,6 +174,53 @@ def series_tables(all_series: Sequence[Series]) -> list[Table]:
             )
         )
     return out
+
+
+def priors_table(priors: Sequence[Prior], last: int) -> Table:
+    """`duet history show`: what the last experiments say about the next one, per
+    benchmark x method on a host (history/priors.py; docs/history.md, "Priors")."""
+    rows = []
+    skipped = []
+    for p in priors:
+        rows.append(
+            {
+                "series": f"{_bench(p.suite, p.benchmark)} [{p.method}, host {p.host[:8]}]",
+                "experiments": len(p.experiments),
+                "runs": p.runs,
+                "sd": None if p.sd is None else math.expm1(p.sd),
+                "df": p.df,
+                "per_run": None if p.seconds_per_run is None else p.seconds_per_run * 1e9,
+                "per_iteration": None
+                if p.seconds_per_iteration is None
+                else p.seconds_per_iteration * 1e9,
+                "warmup": p.warmup,
+                "left_out": p.left_out_share,
+                "unbalanced": p.unbalanced_share,
+            }
+        )
+        skipped += [f"#{e} ({why})" for e, why in p.skipped if not why.startswith("older")]
+    notes = (Note("note", "left out by marks: " + ", ".join(skipped)),) if skipped else ()
+    return Table(
+        name="priors",
+        title=f"priors: the last {last} experiments of each",
+        columns=(
+            Column("series", "series"),
+            Column("experiments", "experiments", "count"),
+            Column("runs", "runs", "count"),
+            Column("sd", "run spread (sd)", "pct", digits=2),
+            Column("df", "df", "count"),
+            Column("per_run", "machine time/run", "duration"),
+            Column("per_iteration", "per iteration", "duration"),
+            Column("warmup", "warm-up", "count"),
+            Column("left_out", "runs left out", "pct", digits=1),
+            Column("unbalanced", "of them unbalanced", "pct", digits=1),
+        ),
+        rows=tuple(rows),
+        caption="run spread: the sd of the run values pooled over the experiments, each "
+        "experiment's own mean removed (df: its degrees of freedom); what `duet plan "
+        "--history` plans with",
+        notes=notes,
+    )
 
 
 def _rel(log_ratio: float) -> float:
