@@ -4,18 +4,22 @@ from the runs of an earlier results directory (docs/adaptive.md, "Cost model and
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 from scipy import stats
 
 from ..analysis.costs import CostModel, estimate_costs
+from ..errors import AnalysisError
 from .planning import Plan, plan_for_power, plan_for_precision, precision_stop_runs
 from .rules import StopRule
 
-__all__ = ["RANGE_LEVEL", "forecast"]
+__all__ = ["RANGE_LEVEL", "FixedReach", "fixed_reach", "forecast"]
 
+#: the probability with which a fixed-count plan's stated precision is reached
+REACH_PROBABILITY = 0.95
 #: coverage of the range given with each prediction (the uncertainty of the spread
 #: estimated from the earlier runs: a chi-square interval on its variance)
 RANGE_LEVEL = 0.90
@@ -32,28 +36,51 @@ def _rule(stop: Any, until: str, precision: float | None) -> StopRule:
 
 def forecast(
     exp: Any,
-    table: pd.DataFrame,
+    table: pd.DataFrame | None = None,
     *,
     precision: float | None = None,
     detect: float | None = None,
     only: list[str] | None = None,
+    models: Mapping[tuple[str, str], CostModel] | None = None,
+    evidence: Mapping[tuple[str, str], str] | None = None,
+    missing: str = "no earlier runs: run a pilot, e.g. --max-runs 5",
 ) -> list[dict[str, Any]]:
     """A row per benchmark x method the config runs: iterations per run, runs and machine
     nanoseconds predicted for ``precision`` (relative half-width) or for 80 % power to
-    detect ``detect`` (relative change), from the earlier runs in ``table``."""
-    models = estimate_costs(table)
-    by_name = {(b, m): model for (_, b, m), model in models.items()}
+    detect ``detect`` (relative change), from the earlier runs in ``table`` -- or from
+    ``models`` per (benchmark, method) (a results repository's priors: their ``runs - 1``
+    is the spread's degrees of freedom), with ``evidence`` saying where each came from.
+    Without a goal, only the fixed-count rows below. A benchmark whose run count is fixed
+    (no ``stop:``) also states the precision its runs reach: :func:`fixed_reach`."""
+    if models is None:
+        if table is None:
+            raise AnalysisError("forecast needs earlier runs: a table or cost models")
+        models = {(b, m): model for (_, b, m), model in estimate_costs(table).items()}
+    by_name = models
     rows = []
     for bench in exp.benchmarks:
         if only and bench.name not in only:
             continue
         for method in ("seqn", "aduet", "sduet"):
-            if dict(bench.repetitions).get(method, 0) <= 0:
+            count = dict(bench.repetitions).get(method, 0)
+            if count <= 0:
                 continue
             model = by_name.get((bench.name, method))
             row: dict[str, Any] = {"benchmark": bench.name, "method": method}
             if model is None:
-                rows.append({**row, "evidence": "no earlier runs: run a pilot, e.g. --max-runs 5"})
+                rows.append({**row, "evidence": missing})
+                continue
+            if bench.stop is None:  # a fixed count: what it reaches, and how surely
+                reach = fixed_reach(model, count, goal=precision)
+                row.update(
+                    fixed_runs=count,
+                    fixed_time_ns=_ns(count * model.run_seconds()),
+                    fixed_reach=reach.reach,
+                    fixed_probability=reach.probability,
+                )
+            source = (evidence or {}).get((bench.name, method), f"{model.runs} runs")
+            if precision is None and detect is None:
+                rows.append({**row, "evidence": source})
                 continue
             if precision is not None:
                 rule = _rule(bench.stop, "precise", precision)
@@ -95,7 +122,7 @@ def forecast(
                     "best_iterations": best.iterations,
                     "best_runs": best.runs,
                     "best_time_ns": _ns(best.seconds),
-                    "evidence": f"{model.runs} runs",
+                    "evidence": source,
                 }
             )
     return rows
@@ -134,3 +161,50 @@ def _range_text(low: int | None, high: int | None) -> str:
     if low is None:
         return "out of reach"
     return f"{low}-{high}" if high is not None else f"{low}-out of reach"
+
+
+@dataclass(frozen=True)
+class FixedReach:
+    """What ``runs`` runs reach: the relative half-width ``reach`` that the interval is
+    at most with probability ``level``, and the ``probability`` that it reaches the
+    goal (None without one)."""
+
+    runs: int
+    reach: float | None
+    probability: float | None
+    level: float = REACH_PROBABILITY
+
+
+def fixed_reach(
+    model: CostModel,
+    runs: int,
+    *,
+    goal: float | None = None,
+    level: float = REACH_PROBABILITY,
+    confidence: float = 0.95,
+) -> FixedReach:
+    """The precision a fixed count of ``runs`` reaches (docs/adaptive.md, "Cost model
+    and planning").
+
+    The interval of a fixed count is ``mean +- t(n-1) s / sqrt(n)`` (the default ``t``
+    engine) with ``s`` the spread of its own runs. Its half-width on the log scale is
+    at most ``h`` when ``s^2 <= h^2 n / t^2``. The spread is known only as an estimate
+    ``s0`` with ``k = model.runs - 1`` degrees of freedom: under normal run values with
+    the same sigma, ``s^2 / s0^2`` follows an F(n - 1, k) distribution (the ratio of the
+    two chi-square variables ``(n-1) s^2 / sigma^2`` and ``k s0^2 / sigma^2``), so
+    ``P(half-width <= h) = F.cdf(h^2 n / (t^2 s0^2); n - 1, k)``. As a relative
+    half-width ``sinh(h)`` (the rule's ``asinh`` of the goal, inverted). Fewer than 2
+    runs give no interval (None)."""
+    if runs < 2:
+        return FixedReach(runs, None, None if goal is None else 0.0, level)
+    sd = math.sqrt(model.value_var(model.iterations))
+    k = max(model.runs - 1, 1)
+    t = float(stats.t.ppf(0.5 + confidence / 2.0, runs - 1))
+    if sd == 0:
+        return FixedReach(runs, 0.0, None if goal is None else 1.0, level)
+    reach = t * sd * math.sqrt(float(stats.f.ppf(level, runs - 1, k)) / runs)
+    probability = None
+    if goal is not None:
+        x = (math.asinh(goal) ** 2) * runs / (t * sd) ** 2
+        probability = float(stats.f.cdf(x, runs - 1, k))
+    return FixedReach(runs, math.sinh(reach), probability, level)

@@ -56,7 +56,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="RESULTS",
         help="earlier results directory (or iterations table) of these benchmarks, whose "
-        "spread the predictions use (needed by --precision and --detect)",
+        "spread the predictions use (--precision and --detect need it or --history)",
+    )
+    g.add_argument(
+        "--history",
+        metavar="REPO",
+        help="a results repository (file or postgresql:// URL): plan from the priors of "
+        "each benchmark x method on this host -- spread, machine time -- of its last "
+        "experiments (docs/history.md, 'Priors'); a fixed run count then also states the "
+        "precision it reaches with 95 %% probability",
+    )
+    g.add_argument(
+        "--host",
+        metavar="FP",
+        help="with --history: plan for the host with this fingerprint (a prefix; default: "
+        "this host's; `duet history list` shows them)",
+    )
+    g.add_argument(
+        "--last",
+        type=int,
+        default=10,
+        metavar="N",
+        help="with --history: the priors from the last N experiments (default 10)",
     )
 
 
@@ -89,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     )
     host_cpus = None if args.no_cpu_check else this_host_cpus(note)
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
+    if args.history:
+        return history_forecast(args, exp)
     if args.precision or args.detect or args.source:
         return forecast_command(args, exp)
     plan = make_plan(exp, split_only(args.only))
@@ -100,22 +123,91 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _goal(args: argparse.Namespace) -> tuple[float | None, float | None]:
+    from ..config.stop import parse_fraction
+    from ..errors import ConfigError
+
+    precision = parse_fraction(args.precision, "--precision") if args.precision else None
+    detect = parse_fraction(args.detect, "--detect") if args.detect else None
+    if (precision is not None and precision <= 0) or (detect is not None and detect <= 0):
+        raise ConfigError("--precision / --detect must be more than 0 %, e.g. 1%")
+    return precision, detect
+
+
+def history_forecast(args: argparse.Namespace, exp: Any) -> int:
+    """`duet plan --history REPO [--precision P | --detect C]`: from the priors."""
+    import json
+
+    from ..adaptive.forecast import forecast
+    from ..errors import ConfigError
+    from ..history import Repository, fingerprint, priors
+    from ..hosts import detect_host
+    from ..report.tables import forecast_table
+    from ..report.terminal import make_console, print_titled
+
+    if args.source:
+        raise ConfigError("give --from RESULTS or --history REPO, not both")
+    if args.last < 1:
+        raise ConfigError(f"--last must be at least 1 (experiments), got {args.last}")
+    precision, detect = _goal(args)
+    host = args.host or fingerprint(detect_host()).fingerprint
+    with Repository.open(args.history, create=False) as repo:
+        location = repo.location
+        found = [p for p in priors(repo, host=host, last=args.last) if p.usable]
+    hosts = {p.host for p in found}
+    if len(hosts) > 1:
+        raise ConfigError(
+            f"--host {host} matches {len(hosts)} hosts in {location} "
+            f"({', '.join(sorted(h[:12] for h in hosts))}); give more of the fingerprint"
+        )
+    models = {(p.benchmark, p.method): p.cost_model() for p in found}
+    evidence = {
+        (p.benchmark, p.method): f"{len(p.experiments)} experiments, {p.runs} runs (df {p.df})"
+        for p in found
+    }
+    rows = forecast(
+        exp,
+        precision=precision,
+        detect=detect,
+        only=split_only(args.only),
+        models=models,
+        evidence=evidence,
+        missing=f"no earlier experiments on host {host[:12]} in the repository: "
+        "run a pilot, e.g. --max-runs 5",
+    )
+    goal = (
+        f"interval within +-{args.precision}"
+        if precision is not None
+        else f"80 % power to detect {args.detect}"
+        if detect is not None
+        else "the config's runs"
+    )
+    source = f"{location}, host {host[:12]}, last {args.last} experiments"
+    if args.format == "json":
+        doc = {"goal": goal, "source": source, "host": host, "rows": rows}
+        print(json.dumps(doc, indent=2))
+        return 0
+    table = forecast_table(
+        exp.name, goal, rows, source, fixed_only=precision is None and detect is None
+    )
+    print_titled(table, make_console())
+    return 0
+
+
 def forecast_command(args: argparse.Namespace, exp: Any) -> int:
     """`duet plan --precision P | --detect C --from RESULTS`."""
     import json
 
-    from ..config.stop import parse_fraction
     from ..errors import ConfigError
 
     if not (args.precision or args.detect) or not args.source:
         raise ConfigError(
             "predictions need a goal and earlier runs: duet plan duet.yml --precision 1% "
-            "--from results/OLD (or --detect 2%)"
+            "--from results/OLD (or --detect 2%, or --history REPO)"
         )
-    precision = parse_fraction(args.precision, "--precision") if args.precision else None
-    detect = parse_fraction(args.detect, "--detect") if args.detect else None
-    if (precision is not None and precision <= 0) or (detect is not None and detect <= 0):
-        raise ConfigError("--precision / --detect must be more than 0 %, e.g. 1%")
+    if args.host:
+        raise ConfigError("--host is for --history REPO")
+    precision, detect = _goal(args)
     from ..adaptive.forecast import forecast
     from ..dataset import open_dataset
     from ..report.tables import forecast_table

@@ -272,21 +272,38 @@ FORECAST_COLUMNS = (
     Column("best_iterations", "best iterations/run", "count"),
     Column("best_runs", "runs then", "count", missing="out of reach"),
     Column("best_time_ns", "machine time then", "duration"),
+    Column("fixed_runs", "fixed runs", "count"),
+    Column("fixed_time_ns", "their machine time", "duration"),
+    Column("fixed_reach", "+- reached (95 % sure)", "pct", digits=2),
+    Column("fixed_probability", "P(goal reached)", "pct", digits=0),
     Column("evidence", "from"),
 )
 
 
-def forecast_table(title: str, goal: str, rows: Sequence[dict[str, Any]], source: str) -> Table:
+def forecast_table(
+    title: str, goal: str, rows: Sequence[dict[str, Any]], source: str, *, fixed_only: bool = False
+) -> Table:
     """`duet plan --precision / --detect`: predicted runs, iterations and machine time
-    per benchmark x method (docs/adaptive.md, "Cost model and planning")."""
+    per benchmark x method (docs/adaptive.md, "Cost model and planning"); columns no row
+    has a value in are left out."""
+    planned = not fixed_only  # a goal's columns (else the fixed ones only)
+
+    def shown(c: Column) -> bool:
+        if c.key.startswith("fixed_"):
+            return any(r.get(c.key) is not None for r in rows)
+        return planned or c.key in ("benchmark", "method", "evidence")
+
+    columns = tuple(c for c in FORECAST_COLUMNS if shown(c))
     return Table(
         name="forecast",
         title=title,
-        columns=FORECAST_COLUMNS,
+        columns=columns,
         rows=tuple(rows),
         caption=f"goal: {goal}; predicted from the runs in {source} (cost model) with "
         "their iterations per run; the range: what the spread of so few runs leaves open "
-        "(90 %); best iterations/run: the cost model's optimum, and the runs and time then",
+        "(90 %); best iterations/run: the cost model's optimum, and the runs and time then; "
+        "fixed runs (no stop:): the precision they reach with 95 % probability, and the "
+        "probability of reaching the goal",
     )
 
 
