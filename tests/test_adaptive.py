@@ -192,13 +192,17 @@ def _values(mean: float, sd: float, n: int, seed: int = 1) -> np.ndarray:
 
 def test_a_clear_slowdown_is_decided_slower() -> None:
     rule = StopRule.create(until="decided", threshold=0.01)
-    d = decide(_values(math.log(1.05), 0.01, 8), rule, seconds=80.0)
+    d = decide(_values(math.log(1.05), 0.01, 10), rule, seconds=100.0)
     assert d.stop and d.reason is StopReason.DECIDED and d.verdict is Outcome.SLOWER
     assert d.low > 0.01 and d.estimate == pytest.approx(0.05, rel=1e-9)
-    assert d.runs == 8 and d.runs_to_goal is None
+    assert d.runs == 10 and d.runs_to_goal is None
     assert d.explanation.startswith("slower: +5.00 %")
-    faster = decide(-_values(math.log(1.05), 0.01, 8), rule)
+    faster = decide(-_values(math.log(1.05), 0.01, 10), rule)
     assert faster.verdict is Outcome.FASTER and faster.high < -0.01
+    # the interval already says slower at 8 runs, but a verdict waits for 10 runs, the
+    # fewest at which the run values can be checked for serial correlation
+    early = decide(_values(math.log(1.05), 0.01, 8), rule, seconds=80.0)
+    assert early.verdict is Outcome.SLOWER and not early.stop and early.runs_to_goal == 2
 
 
 def test_equivalent_needs_the_interval_inside_the_threshold() -> None:
@@ -216,7 +220,15 @@ def test_min_runs_max_runs_and_budget() -> None:
     big = _values(math.log(1.5), 0.001, 4)
     d = decide(big, rule, seconds=10.0)
     assert not d.stop and d.reason is StopReason.CONTINUE  # decided, but below min_runs
-    assert decide(_values(math.log(1.5), 0.001, 5), rule, seconds=10.0).reason is StopReason.DECIDED
+    # a verdict goal is checked from DECIDED_FIRST_LOOK (10) runs, above min_runs 5
+    assert decide(_values(math.log(1.5), 0.001, 9), rule, seconds=10.0).reason is (
+        StopReason.CONTINUE
+    )
+    assert decide(_values(math.log(1.5), 0.001, 10), rule, seconds=10.0).reason is (
+        StopReason.DECIDED
+    )
+    short = StopRule.create(until="decided", min_runs=3, max_runs=6)  # at most max_runs
+    assert decide(_values(math.log(1.5), 0.001, 6), short).reason is StopReason.DECIDED
     noisy = _values(0.0, 0.05, 12, seed=4)
     assert decide(noisy, rule, seconds=50.0).reason is StopReason.MAX_RUNS
     # 9 runs took 91 s: a tenth would overrun the 100 s budget
@@ -352,7 +364,10 @@ def test_stopping_early_saves_runs_on_easy_benchmarks() -> None:
     rng = np.random.default_rng(5)
     easy = rng.standard_normal((500, 50)) * 0.002
     st = first_stops(easy, StopRule.create(until="precise", precision=0.005))
-    assert (st.reason == "precise").all() and st.runs.mean() < 7 and st.runs.max() <= 10
+    assert (st.reason == "precise").all() and st.runs.mean() < 7
+    # a few experiments whose independent run values look serially correlated by chance
+    # (the check's level: SERIAL_ALPHA) get a wider interval and run longer
+    assert np.mean(st.runs <= 10) >= 0.97 and st.runs.max() <= 15
 
 
 # --- run values, cost model, planning ----------------------------------------------
@@ -457,7 +472,9 @@ def test_predicted_stop_is_where_the_rule_stops_and_its_range_holds_the_actual_s
     reach = runs_to_reach(math.asinh(0.03), sd, rule, 0)
     stops = first_stops(np.random.default_rng(99).standard_normal((4000, 400)) * sd, rule)
     assert abs(pred.median - np.median(stops.runs)) <= 1  # an independent simulation
-    assert pred.median < reach  # 25 against 27 runs here
+    # 29 against 27 runs here: a first passage stops early (25 runs without the serial
+    # correlation check), and the check's false detections widen a few experiments
+    assert reach - 3 <= pred.median <= reach + 3
     assert pred == precision_stop_runs(rule, sd)  # seeded: a plan is reproducible
     rng = np.random.default_rng(5)
     for pilot in (5, 20):

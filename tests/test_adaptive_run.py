@@ -172,7 +172,8 @@ def _decisions(root: Path) -> dict:
 
 
 def test_resume_mid_adaptive_run_reaches_the_same_decisions(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, max_runs=10)
+    # 12: a verdict waits for 10 runs (rules.DECIDED_FIRST_LOOK), so a stop before max_runs
+    cfg = _config(tmp_path, max_runs=12)
     exp = load_config(cfg)
     whole = run_experiment(exp, tmp_path / "whole")
     assert not whole.interrupted and whole.stopped_early > 0

@@ -34,12 +34,18 @@ __all__ = [
     "Stops",
     "decide",
     "first_stops",
+    "goal_first_look",
     "outcomes",
     "runs_to_reach",
 ]
 
 #: How far predictions of the runs needed look ahead.
 _HORIZON = 100_000
+#: A verdict goal (`until: decided`) is checked from this many runs on, whatever
+#: ``min_runs`` says (at most ``max_runs``): the fewest at which the serial-correlation
+#: check of the run values has the power to see a lag-1 autocorrelation of 0.5 in most
+#: experiments (docs/adaptive.md, "Assumptions, and how they are checked").
+DECIDED_FIRST_LOOK = 10
 
 
 class Goal(StrEnum):
@@ -197,6 +203,18 @@ def resolve_design(design: object, until: Goal) -> Design:
     return d
 
 
+#: the designs the study compares with, shown as they are (no serial check, no later look)
+_STUDY_DESIGNS = (Design.NAIVE, Design.ASYMPTOTIC)
+
+
+def goal_first_look(rule: StopRule) -> int:
+    """The first run count at which the rule checks its goal: ``min_runs``, and for a
+    verdict goal at least :data:`DECIDED_FIRST_LOOK` (at most ``max_runs``)."""
+    if rule.until is Goal.PRECISE or rule.resolved_design in _STUDY_DESIGNS:
+        return rule.min_runs
+    return min(max(rule.min_runs, DECIDED_FIRST_LOOK), rule.max_runs)
+
+
 def outcomes(low: object, high: object, threshold: float) -> np.ndarray:
     """Outcome of every interval of relative change (arrays of the same shape): the
     verdicts of every command (:func:`duetbench.analysis.verdicts`), ``inconclusive``
@@ -269,7 +287,9 @@ class Decision:
     slower) with its anytime-valid interval (NaN/inf before there is one).
     ``runs_to_goal`` / ``seconds_to_goal``: predicted further runs and machine seconds
     to reach the goal at the current estimate and spread (None: out of reach or
-    reached).
+    reached). ``serial_r``: the lag-1 autocorrelation of the run values in run order;
+    ``effective_runs``: where it was found (sequential.serial_inflation), the number of
+    independent runs the interval counted them as (None: not found).
     """
 
     stop: bool
@@ -285,12 +305,14 @@ class Decision:
     runs_to_goal: int | None
     seconds_to_goal: float | None
     explanation: str
+    serial_r: float | None = None  # lag-1 autocorrelation of the run values (None: < 5 runs)
+    effective_runs: float | None = None  # n_eff where serial correlation widened the interval
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
-        for key in ("estimate", "low", "high"):
+        for key in ("estimate", "low", "high", "serial_r"):
             v = d[key]
-            d[key] = v if math.isfinite(v) else None
+            d[key] = v if v is not None and math.isfinite(v) else None
         d["reason"] = self.reason.value
         d["verdict"] = self.verdict.value
         d["design"] = self.design.value
@@ -331,19 +353,24 @@ def decide(
     n = v.shape[1]
     if looks is not None:
         looks = sorted({int(x) for x in looks} | {n})
+    serial_r, n_eff = None, None
     if n:
         iv = running_intervals(
             v, rule.multipliers(n, looks), intersect=rule.resolved_design.intersects
         )
         mean, sd = float(iv.mean[0, -1]), float(iv.sd[0, -1])
         lo_log, hi_log = float(iv.low[0, -1]), float(iv.high[0, -1])
+        r, factor = float(iv.serial_r[0, -1]), float(iv.inflation[0, -1])  # type: ignore[index]
+        serial_r = r if math.isfinite(r) else None
+        if factor > 1.0:
+            n_eff, sd = n / factor, sd * math.sqrt(factor)
     else:
         mean = sd = math.nan
         lo_log, hi_log = -math.inf, math.inf
     est, lo, hi = (_expm1(x) for x in (mean, lo_log, hi_log))
     verdict = Outcome(str(outcomes(lo, hi, rule.threshold)))
     per_run = seconds / n if n else math.nan
-    reached = n >= rule.min_runs and bool(_goal_reached(np.array(lo), np.array(hi), rule))
+    reached = n >= goal_first_look(rule) and bool(_goal_reached(np.array(lo), np.array(hi), rule))
     if reached:
         reason = StopReason.PRECISE if rule.until is Goal.PRECISE else StopReason.DECIDED
     elif n >= rule.max_runs:
@@ -355,9 +382,17 @@ def decide(
     more = None
     if not reached and n >= 2:
         total = runs_to_reach(_needed_half_width(mean, rule), sd, rule, n)
+        total = None if total is None else max(total, goal_first_look(rule))
         more = None if total is None else total - n
     more_s = None if more is None or not math.isfinite(per_run) else more * per_run
     text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s)
+    if n_eff is not None:
+        text += (
+            f"; the run values are serially correlated (lag-1 autocorrelation "
+            f"{serial_r:+.2f}): the interval counts them as {n_eff:.1f} independent runs, "
+            "and may still be too narrow (docs/adaptive.md, 'Assumptions, and how they "
+            "are checked')"
+        )
     return Decision(
         stop=reason is not StopReason.CONTINUE,
         reason=reason,
@@ -372,6 +407,8 @@ def decide(
         runs_to_goal=more,
         seconds_to_goal=more_s,
         explanation=text,
+        serial_r=serial_r,
+        effective_runs=n_eff,
     )
 
 
@@ -435,16 +472,19 @@ def with_first_look(rule: StopRule, first_look: int) -> StopRule:
 def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool | None = None) -> Stops:
     """Stop of every row of ``values`` (sequences x runs) under ``rule`` (no budget).
 
-    A row stops at the first look from ``min_runs`` on that reaches the goal, else at
-    ``min(max_runs, columns)`` for the reason ``max_runs``.
+    A row stops at the first look from :func:`goal_first_look` on that reaches the
+    goal, else at ``min(max_runs, columns)`` for the reason ``max_runs``.
     """
     v = np.atleast_2d(np.asarray(values, dtype=np.float64))
     n_max = min(rule.max_runs, v.shape[1])
     if intersect is None:
         intersect = rule.resolved_design.intersects
-    iv = running_intervals(v[:, :n_max], rule.multipliers(n_max), intersect=intersect)
+    serial = rule.resolved_design not in _STUDY_DESIGNS
+    iv = running_intervals(
+        v[:, :n_max], rule.multipliers(n_max), intersect=intersect, serial=serial
+    )
     lo, hi = np.expm1(iv.low), np.expm1(iv.high)
-    ok = _goal_reached(lo, hi, rule) & (np.arange(1, n_max + 1) >= rule.min_runs)
+    ok = _goal_reached(lo, hi, rule) & (np.arange(1, n_max + 1) >= goal_first_look(rule))
     hit = ok.any(axis=1)
     idx = np.where(hit, ok.argmax(axis=1), n_max - 1)
     rows = np.arange(v.shape[0])
