@@ -17,7 +17,10 @@ the same sequences:
   run values are serially correlated);
 - runs to decide a 3 % change at a 1 % threshold;
 - coverage of the true change (0) by the interval at the stop of `--until precise:0.5%`
-  (the width design), and its runs.
+  (the width design), and its runs;
+- with skewed run values (exponential) and the truth on the threshold: wrong
+  `equivalent` verdicts, and the share of them whose stop carries the skew note
+  (rules.strong_skew; "before" counts the note as if it had been there).
 
 Prints a Markdown table (docs/measurements/serial-correlation.md).
 """
@@ -37,6 +40,7 @@ import numpy as np
 
 from duetbench.adaptive import StopRule, first_stops, sequential
 from duetbench.adaptive import rules as rules_module
+from duetbench.adaptive.rules import strong_skew
 
 RUNS = 50
 SD = 0.01
@@ -119,6 +123,31 @@ def main() -> None:
         after = cell(v)
         print(f"| {name} | before | " + " | ".join(before) + " |")
         print(f"| {name} | after | " + " | ".join(after) + " |")
+    print()
+    print(
+        "Skewed run values (exponential, sd 1 %) with the true change on the 1 % "
+        "threshold, `--until decided --threshold 1%`:"
+    )
+    print()
+    print("| rules | wrong `equivalent` | of them with the skew note | runs |")
+    print("|---|---|---|---|")
+    rng = np.random.default_rng(args.seed + 10)
+    skewed = math.log(1.01) + SD * (rng.exponential(size=(n, RUNS)) - 1.0)
+    for name in ("before", "after"):
+        rule = StopRule.create(until="decided", threshold=0.01, max_runs=RUNS)
+        if name == "before":
+            with without_the_check():
+                st = first_stops(skewed, rule)
+        else:
+            st = first_stops(skewed, rule)
+        wrong = st.verdict == "equivalent"
+        noted = np.array(
+            [strong_skew(skewed[i, : st.runs[i]]) is not None for i in range(n)], dtype=bool
+        )
+        share = (wrong & noted).sum() / max(wrong.sum(), 1)
+        print(
+            f"| {name} | {wrong.mean() * 100:.1f} % | {share * 100:.0f} % | {st.runs.mean():.1f} |"
+        )
     print()
     print(f"({time.time() - started:.0f} s)")
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from duetbench.adaptive import StopRule, decide, first_stops
+from duetbench.adaptive.rules import strong_skew
 from duetbench.adaptive.sequential import (
     SERIAL_ALPHA,
     lag1_autocorrelation,
@@ -76,3 +77,15 @@ def test_seeded_ar1_false_alarms_and_independent_coverage() -> None:
     iid = ar1(1500, 50, 0.0, seed=8)
     pre = first_stops(iid, StopRule.create(until="precise", precision=0.005, max_runs=50))
     assert ((pre.low <= 0) & (pre.high >= 0)).mean() >= 0.95
+
+
+def test_strong_skew_is_reported_not_corrected() -> None:
+    rng = np.random.default_rng(11)
+    normal = rng.standard_normal((4000, 20))
+    assert np.mean([strong_skew(r) is not None for r in normal]) < 0.025  # level 1 %
+    skewed = 0.01 * (rng.exponential(size=40) - 1.0)
+    g1 = strong_skew(skewed)
+    assert g1 is not None and g1 > 1.0
+    d = decide(skewed, StopRule.create(until="decided", threshold=0.01, max_runs=50))
+    assert d.skewness == pytest.approx(g1) and "skewed" in d.explanation
+    assert strong_skew(skewed[:7]) is None  # too few runs to say

@@ -36,6 +36,7 @@ __all__ = [
     "first_stops",
     "goal_first_look",
     "outcomes",
+    "strong_skew",
     "runs_to_reach",
 ]
 
@@ -46,6 +47,10 @@ _HORIZON = 100_000
 #: check of the run values has the power to see a lag-1 autocorrelation of 0.5 in most
 #: experiments (docs/adaptive.md, "Assumptions, and how they are checked").
 DECIDED_FIRST_LOOK = 10
+#: Skew: run values whose sample skewness lies beyond this many of its standard errors
+#: under normality (two-sided 1 %) from this many runs on get a note (no correction).
+SKEW_Z = 2.5758293035489004
+SKEW_FIRST_CHECK = 8
 
 
 class Goal(StrEnum):
@@ -289,7 +294,8 @@ class Decision:
     to reach the goal at the current estimate and spread (None: out of reach or
     reached). ``serial_r``: the lag-1 autocorrelation of the run values in run order;
     ``effective_runs``: where it was found (sequential.serial_inflation), the number of
-    independent runs the interval counted them as (None: not found).
+    independent runs the interval counted them as (None: not found). ``skewness``: the
+    run values' sample skewness where it is strong (:func:`strong_skew`), else None.
     """
 
     stop: bool
@@ -307,10 +313,11 @@ class Decision:
     explanation: str
     serial_r: float | None = None  # lag-1 autocorrelation of the run values (None: < 5 runs)
     effective_runs: float | None = None  # n_eff where serial correlation widened the interval
+    skewness: float | None = None  # sample skewness where strong (None: not, or < 8 runs)
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
-        for key in ("estimate", "low", "high", "serial_r"):
+        for key in ("estimate", "low", "high", "serial_r", "skewness"):
             v = d[key]
             d[key] = v if v is not None and math.isfinite(v) else None
         d["reason"] = self.reason.value
@@ -386,6 +393,13 @@ def decide(
         more = None if total is None else total - n
     more_s = None if more is None or not math.isfinite(per_run) else more * per_run
     text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s)
+    skew = strong_skew(v[0])
+    if skew is not None:
+        text += (
+            f"; the run values are skewed (skewness {skew:+.2f}): the interval, symmetric "
+            "around their mean, may be too narrow on one side (docs/adaptive.md, "
+            "'Assumptions, and how they are checked')"
+        )
     if n_eff is not None:
         text += (
             f"; the run values are serially correlated (lag-1 autocorrelation "
@@ -409,7 +423,25 @@ def decide(
         explanation=text,
         serial_r=serial_r,
         effective_runs=n_eff,
+        skewness=skew,
     )
+
+
+def strong_skew(values: np.ndarray) -> float | None:
+    """The sample skewness ``g1`` of ``values`` when it is strong: from
+    :data:`SKEW_FIRST_CHECK` values on, beyond :data:`SKEW_Z` of its standard error under
+    normality, ``sqrt(6 (n - 2) / ((n + 1) (n + 3)))``; else None."""
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    if n < SKEW_FIRST_CHECK:
+        return None
+    d = x - x.mean()
+    m2 = float(np.mean(d * d))
+    if not m2 > 0:
+        return None
+    g1 = float(np.mean(d**3)) / m2**1.5
+    se = math.sqrt(6.0 * (n - 2) / ((n + 1) * (n + 3)))
+    return g1 if abs(g1) > SKEW_Z * se else None
 
 
 def _explain(
