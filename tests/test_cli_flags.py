@@ -46,6 +46,7 @@ MEANINGS: dict[str, str] = {
     "--benchmark": r"benchmark",
     "--suite": r"suite",
     "--host": r"host",
+    "--last": r"from the last N experiments",
     "--run-stat": r"how a run's (?:pairs|samples) are summarized",
     "--warmup": r"iterations dropped per run and side",
     "--test": r"what drives the verdict",
