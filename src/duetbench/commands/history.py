@@ -131,21 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_repo_flag(ls)
     add_format_flag(ls, FORMATS)
 
-    sh = hs.add_parser(
-        "show",
-        help="a benchmark's series: paired steps and absolute levels, and its priors",
-    )
-    add_repo_flag(sh)
-    _filter_flags(sh)
-    sh.add_argument(
-        "--last",
-        type=int,
-        default=10,
-        metavar="N",
-        help="the priors (spread, machine time, warm-up) from the last N experiments of "
-        "each series (default 10; docs/history.md, 'Priors')",
-    )
-    add_format_flag(sh, FORMATS)
+    _add_show(hs)
 
     ch = hs.add_parser("changes", help="the versions that made a benchmark slower or faster")
     add_repo_flag(ch)
@@ -372,6 +358,25 @@ def _list(repo: Repository, args: argparse.Namespace) -> int:
     else:
         _render(f"results repository {repo.location}", summary_tables(summary), args.format, None)
     return ExitCode.OK
+
+
+def _add_show(hs: argparse._SubParsersAction) -> None:
+    """`duet history show`: a benchmark's series and its priors."""
+    sh = hs.add_parser(
+        "show",
+        help="a benchmark's series: paired steps and absolute levels, and its priors",
+    )
+    add_repo_flag(sh)
+    _filter_flags(sh)
+    sh.add_argument(
+        "--last",
+        type=int,
+        default=10,
+        metavar="N",
+        help="the priors (spread, machine time, warm-up) from the last N experiments of "
+        "each series (default 10; docs/history.md, 'Priors')",
+    )
+    add_format_flag(sh, FORMATS)
 
 
 def _show(repo: Repository, args: argparse.Namespace) -> int:
