@@ -34,12 +34,22 @@ __all__ = [
     "Stops",
     "decide",
     "first_stops",
+    "forecast_bound",
     "outcomes",
     "runs_to_reach",
 ]
 
 #: How far predictions of the runs needed look ahead.
 _HORIZON = 100_000
+#: A forecast of the runs that would reach the goal is given as a number only up to this
+#: many times the runs taken (or up to ``max_runs``, when that is more); beyond it the
+#: explanation says "not reachable within reasonable time". The forecast extrapolates the
+#: estimate and spread of the runs so far: on the project's 2-CPU VM, predictions from 5
+#: and 20 runs were off by up to 6.8x and 4.2x
+#: (docs/measurements/adaptive-machine-study.md), and an estimate near the threshold makes
+#: them explode (runs grow with 1 / distance^2: a gate once forecast "77306 more runs").
+#: docs/adaptive.md, "Forecasts".
+FORECAST_FACTOR = 10
 
 
 class Goal(StrEnum):
@@ -268,8 +278,10 @@ class Decision:
     ``estimate``, ``low``, ``high``: relative change of B against A (positive: B
     slower) with its anytime-valid interval (NaN/inf before there is one).
     ``runs_to_goal`` / ``seconds_to_goal``: predicted further runs and machine seconds
-    to reach the goal at the current estimate and spread (None: out of reach or
-    reached).
+    to reach the goal at the current estimate and spread (None: reached, fewer than 2
+    runs, or ``unreachable``). ``unreachable``: the goal is not reachable within
+    reasonable time -- more than :data:`FORECAST_FACTOR` times the runs taken (and
+    more than ``max_runs``) would be needed, or it is out of reach at this estimate.
     """
 
     stop: bool
@@ -285,6 +297,7 @@ class Decision:
     runs_to_goal: int | None
     seconds_to_goal: float | None
     explanation: str
+    unreachable: bool = False
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
@@ -353,11 +366,13 @@ def decide(
     else:
         reason = StopReason.CONTINUE
     more = None
+    unreachable = False
     if not reached and n >= 2:
         total = runs_to_reach(_needed_half_width(mean, rule), sd, rule, n)
-        more = None if total is None else total - n
+        unreachable = total is None or total > forecast_bound(n, rule)
+        more = None if unreachable or total is None else total - n
     more_s = None if more is None or not math.isfinite(per_run) else more * per_run
-    text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s)
+    text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s, unreachable)
     return Decision(
         stop=reason is not StopReason.CONTINUE,
         reason=reason,
@@ -372,7 +387,23 @@ def decide(
         runs_to_goal=more,
         seconds_to_goal=more_s,
         explanation=text,
+        unreachable=unreachable,
     )
+
+
+def forecast_bound(runs: int, rule: StopRule) -> int:
+    """The most runs in all a forecast gives as a number after ``runs`` runs: the larger
+    of :data:`FORECAST_FACTOR` times the runs taken and ``max_runs`` (a goal the rule
+    itself may reach is always a number)."""
+    return max(FORECAST_FACTOR * runs, rule.max_runs)
+
+
+#: what would help a goal the runs cannot reach within reasonable time
+UNREACHABLE_HELP = (
+    "not reachable within reasonable time at this estimate and spread (a larger "
+    "threshold, a quieter runner, or a duet method would help; docs/adaptive.md, "
+    '"Forecasts")'
+)
 
 
 def _explain(
@@ -385,6 +416,7 @@ def _explain(
     n: int,
     more: int | None,
     more_s: float | None,
+    unreachable: bool = False,
 ) -> str:
     iv = _interval_text(est, lo, hi)
     goal = (
@@ -396,7 +428,9 @@ def _explain(
         return f"{verdict.value}: {iv} after {n} runs; precise to {goal}"
     if reason is StopReason.DECIDED:
         return f"{verdict.value}: {iv} after {n} runs"
-    if more is None:
+    if unreachable:
+        need = UNREACHABLE_HELP
+    elif more is None:
         need = "out of reach at this estimate" if n >= 2 else "needs at least 2 runs"
     else:
         time = f" (~{more_s:.0f} machine-s)" if more_s is not None else ""
