@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from duetbench.ci.gate import micro_side_in_tree
+from duetbench.ci.bisect import _candidate_only
+from duetbench.ci.gate import RunsFailed, micro_side_in_tree
 from duetbench.config.model import MicroSide
+from duetbench.micro.api import MicroError
 
 WORK = """def work():
     s = 0
@@ -29,7 +31,7 @@ benchmarks:
     harness: python
     target: work:work          # work.py of each tree: the tree is first on sys.path
     python: .venv/bin/python   # each tree's own venv, made by --build
-    time_budget: 0.1s
+    time_budget: 0.05s
 """
 
 
@@ -158,3 +160,14 @@ benchmarks:
     assert p.returncode == 2, p.stdout + p.stderr
     assert "known-good revision 'c0' does not run" in p.stderr
     assert "missing input" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bisect_skips_a_candidate_only_when_its_own_side_failed() -> None:
+    # side B is the candidate: skipped as a failed build is; side A is the known-good
+    # tree, whose failure every step would repeat: an error
+    assert _candidate_only(RunsFailed("x", frozenset({"B"})))
+    assert not _candidate_only(RunsFailed("x", frozenset({"A", "B"})))
+    assert not _candidate_only(RunsFailed("x", frozenset({"A"})))
+    b, a, unknown = MicroError("b"), MicroError("a"), MicroError("?")
+    b.side, a.side = "B", "A"
+    assert _candidate_only(b) and not _candidate_only(a) and not _candidate_only(unknown)
