@@ -123,9 +123,12 @@ benchmarks:
 """
     repo = make_repo(tmp_path, config, [{"a.txt": "a"}, {"a.txt": "b"}])
     p = duet(repo, "gate", "--base", "c0", "--head", "c1", "duet.yml",
-             "-o", tmp_path / "r", "--max-runs", "3")  # fmt: skip
+             "-o", tmp_path / "r", "--max-runs", "50")  # fmt: skip
     assert p.returncode == 2, p.stdout + p.stderr
-    assert "every run of benchmark 'tool' (aduet) failed" in p.stderr
+    assert "every run of benchmark 'tool' (aduet) failed -- 3 of 3" in p.stderr
+    # it stopped after 3 failed runs, not after max_runs, and kept them
+    (root,) = (tmp_path / "r").iterdir()
+    assert len(list((root / "runs").iterdir())) == 3 and str(root) in p.stderr
     assert "exited with 3" in p.stderr and "cannot open data.bin" in p.stderr
     assert "Traceback" not in p.stderr and "inconclusive" not in p.stdout + p.stderr
     assert git(repo, "worktree", "list").count("\n") == 0

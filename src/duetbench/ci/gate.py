@@ -132,6 +132,11 @@ def exit_code_of(verdicts: list[str]) -> int:
     return ExitCode.OK
 
 
+#: A gate stops once this many runs of one benchmark x method have failed without a
+#: usable one: a broken benchmark is an error at once, not after ``max_runs`` failures.
+FAIL_FAST_RUNS = 3
+
+
 class RunsFailed(DuetError):
     """Every run of a benchmark failed: the gate (or a bisect step) is broken, which no
     number of runs can decide, so it is an error (exit 2), never "inconclusive".
@@ -182,6 +187,50 @@ def runs_failed(root: Path) -> RunsFailed | None:
     return None
 
 
+class _FailFast:
+    """An observer (around ``inner``) that raises :class:`RunsFailed` once
+    :data:`FAIL_FAST_RUNS` runs of a benchmark x method failed and none was usable; the
+    run is committed before the observer sees it, so nothing finished is lost."""
+
+    def __init__(self, inner: Any) -> None:
+        from ..schedule.inline import NullObserver
+
+        self.inner = inner if inner is not None else NullObserver()
+        self.root: Path | None = None
+        self.counts: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def experiment_started(self, store: Any, plan: Any, todo: Any) -> None:
+        self.root = Path(store.root)
+        self.inner.experiment_started(store, plan, todo)
+
+    def run_started(self, spec: Any) -> None:
+        self.inner.run_started(spec)
+
+    def run_skipped(self, spec: Any) -> None:
+        skipped = getattr(self.inner, "run_skipped", None)
+        if skipped is not None:
+            skipped(spec)
+
+    def run_finished(self, spec: Any, record: Any) -> None:
+        from ..schema import USABLE_STATUSES
+
+        self.inner.run_finished(spec, record)
+        key = (str(record.benchmark), str(record.method))
+        ok, failed = self.counts.get(key, (0, 0))
+        if record.status in USABLE_STATUSES:
+            ok += 1
+        elif record.finished:
+            failed += 1
+        self.counts[key] = (ok, failed)
+        if not ok and failed >= FAIL_FAST_RUNS and self.root is not None:
+            error = runs_failed(self.root)
+            if error is not None:
+                raise error
+
+    def experiment_finished(self, summary: Any) -> None:
+        self.inner.experiment_finished(summary)
+
+
 def compare_trees(
     exp: Experiment, out_dir: Path, title: str, *, observer: Any = None
 ) -> GateResult:
@@ -189,12 +238,13 @@ def compare_trees(
 
     Python benchmarks are calibrated first (a side that cannot import or run its target:
     a :class:`~duetbench.micro.api.MicroError` naming it); a benchmark whose every run
-    failed raises :class:`RunsFailed`."""
+    failed raises :class:`RunsFailed`, as soon as :data:`FAIL_FAST_RUNS` of its runs
+    did."""
     from ..micro.experiment import calibrate_experiment
     from ..schedule.inline import run_experiment
 
     exp = calibrate_experiment(exp, base=Path.cwd())  # its paths are absolute (in the trees)
-    summary = run_experiment(exp, out_dir, observer=observer)
+    summary = run_experiment(exp, out_dir, observer=_FailFast(observer))
     if summary.interrupted:
         return GateResult(summary.root, None, ExitCode.INTERRUPTED, True, "")
     failed = runs_failed(summary.root)
