@@ -235,7 +235,10 @@ def test_min_runs_max_runs_and_budget() -> None:
     d = decide(noisy[:9], rule, seconds=91.0)
     assert d.stop and d.reason is StopReason.BUDGET and d.verdict is Outcome.NO_CHANGE
     assert "budget reached" in d.explanation
-    assert d.runs_to_goal is not None
+    # about -1 % with no threshold: ~245 runs in all, beyond 10x the 9 taken
+    assert d.unreachable and d.runs_to_goal is None and d.seconds_to_goal is None
+    d = decide(_values(math.log(1.03), 0.05, 9), rule, seconds=91.0)
+    assert d.reason is StopReason.BUDGET and d.runs_to_goal is not None
     assert d.seconds_to_goal == pytest.approx(91.0 / 9 * d.runs_to_goal)
     assert not decide(noisy[:9], rule, seconds=90.0).stop  # exactly fits
 
@@ -253,6 +256,37 @@ def test_inconclusive_says_what_it_would_take() -> None:
     assert half <= math.log(1.02) - math.log(1.01) < mult[total - 2] * 0.02 / math.sqrt(total - 1)
     assert f"about {d.runs_to_goal} more runs" in d.explanation
     assert d.to_json()["verdict"] == "inconclusive"
+    assert d.to_json()["unreachable"] is False
+
+
+def test_a_forecast_beyond_ten_times_the_runs_says_not_reachable_instead_of_a_number() -> None:
+    """An estimate near the threshold makes the forecast explode (the issue's "77306 more
+    runs" after 20): beyond FORECAST_FACTOR x the runs taken (and max_runs) it is no number
+    one can plan with; the explanation says so and what would help, the JSON says
+    ``unreachable`` with no count (docs/adaptive.md, "Forecasts")."""
+    from duetbench.adaptive.rules import FORECAST_FACTOR, forecast_bound
+
+    rule = StopRule.create(until="decided", threshold=0.02, max_runs=20)
+    near = _values(math.log(1.021), 0.03, 20)  # +2.1 % against a 2 % threshold
+    d = decide(near, rule, seconds=40.0)
+    assert d.reason is StopReason.MAX_RUNS and d.verdict is Outcome.INCONCLUSIVE
+    assert d.unreachable and d.runs_to_goal is None and d.seconds_to_goal is None
+    assert "not reachable within reasonable time" in d.explanation
+    assert "larger threshold" in d.explanation and "quieter runner" in d.explanation
+    assert "more runs" not in d.explanation
+    doc = d.to_json()
+    assert doc["unreachable"] is True and doc["runs_to_goal"] is None
+    # the bound: 10x the runs taken, or max_runs when that is more; a forecast within it
+    # stays a number (this one needs about 3.6x the 20 runs taken)
+    assert FORECAST_FACTOR == 10 and forecast_bound(20, rule) == 200
+    assert forecast_bound(3, StopRule.create(max_runs=200)) == 200
+    within = decide(_values(math.log(1.04), 0.03, 20), rule, seconds=40.0)
+    assert not within.unreachable and within.runs_to_goal is not None
+    assert 20 + within.runs_to_goal <= 200
+    assert f"about {within.runs_to_goal} more runs" in within.explanation
+    # the same values judged with a larger max_runs: the bound follows it
+    wide = decide(near, StopRule.create(until="decided", threshold=0.02, max_runs=100_000))
+    assert wide.runs_to_goal is not None and 20 + wide.runs_to_goal > 200
 
 
 def test_precise_stops_when_the_half_width_is_reached() -> None:

@@ -128,9 +128,14 @@ def test_until_decided_stops_each_benchmark_and_compare_shows_three_verdicts(
     rows = {r["benchmark"]: r for r in json.loads(c.stdout)["rows"]}
     assert rows["slower"]["verdict"] == "slower" and rows["slower"]["stop"] == "decided"
     assert rows["same"]["verdict"] == "equivalent"
-    assert (
-        rows["noisy"]["verdict"] == "inconclusive" and "more runs" in rows["noisy"]["explanation"]
-    )
+    # it says what would reach a verdict: a number of runs, or (beyond 10x the runs
+    # taken) that none would within reasonable time, as stops.json says
+    why, said = rows["noisy"]["explanation"], noisy["decisions"]["noisy"]
+    assert rows["noisy"]["verdict"] == "inconclusive"
+    if said["unreachable"]:
+        assert "not reachable within reasonable time" in why and said["runs_to_goal"] is None
+    else:
+        assert f"about {said['runs_to_goal']} more runs" in why
     d = slower["decisions"]["slower"]
     assert rows["slower"]["ci_low"] == pytest.approx(d["low"])
     assert rows["slower"]["ci_high"] == pytest.approx(d["high"])

@@ -318,3 +318,28 @@ def test_beside_other_work_every_command_uses_the_means_and_leaves_unbalanced_ru
     kept = json.loads(out)
     assert kept["excluded"]["runs"] == {} and kept["settings"]["keep_unbalanced"] is True
     assert {r["method"]: r["runs"] for r in kept["rows"]} == {"aduet": 3, "sduet": 3}
+
+
+def test_a_rule_that_decides_on_the_last_allowed_run_says_decided(tmp_path: Path) -> None:
+    """The run that decides may also be the last one max_runs allows: the table's `stop`
+    then says `decided` (the rule's verdict stands), not `max_runs` beside `slower`."""
+    from duetbench.config import load_config
+    from duetbench.plan import make_plan
+    from duetbench.schedule.adaptive import StopTracker, stop_key
+
+    cfg = tmp_path / "last.yml"
+    cfg.write_text(
+        "experiment:\n  name: last\n  repetitions: {aduet: 6}\n"
+        "  stop: {until: decided, threshold: 2%, max_runs: 6}\n"
+        "benchmarks:\n  b: {command: 'true'}\n"
+    )
+    exp = load_config(cfg)
+    tracker = StopTracker.for_experiment(None, exp, make_plan(exp))  # type: ignore[arg-type]
+    st = tracker.states[stop_key("b", "aduet")]
+    st.values = {"b": [0.30, 0.32, 0.29, 0.31, 0.30, 0.31]}
+    st.reps = 6  # the decision and max_runs at once
+    assert tracker._decide(st) and st.stopped == "decided"
+    assert st.decisions["b"].verdict == "slower"
+    # a rule still undecided at max_runs stops for max_runs
+    st.stopped, st.values = None, {"b": [0.05, -0.04, 0.06, -0.05, 0.04, -0.03]}
+    assert tracker._decide(st) and st.stopped == "max_runs"

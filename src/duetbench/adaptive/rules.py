@@ -35,6 +35,7 @@ __all__ = [
     "decide",
     "first_stops",
     "goal_first_look",
+    "forecast_bound",
     "outcomes",
     "strong_skew",
     "runs_to_reach",
@@ -51,6 +52,15 @@ DECIDED_FIRST_LOOK = 10
 #: under normality (two-sided 1 %) from this many runs on get a note (no correction).
 SKEW_Z = 2.5758293035489004
 SKEW_FIRST_CHECK = 8
+#: A forecast of the runs that would reach the goal is given as a number only up to this
+#: many times the runs taken (or up to ``max_runs``, when that is more); beyond it the
+#: explanation says "not reachable within reasonable time". The forecast extrapolates the
+#: estimate and spread of the runs so far: on the project's 2-CPU VM, predictions from 5
+#: and 20 runs were off by up to 6.8x and 4.2x
+#: (docs/measurements/adaptive-machine-study.md), and an estimate near the threshold makes
+#: them explode (runs grow with 1 / distance^2: a gate once forecast "77306 more runs").
+#: docs/adaptive.md, "Forecasts".
+FORECAST_FACTOR = 10
 
 
 class Goal(StrEnum):
@@ -291,11 +301,14 @@ class Decision:
     ``estimate``, ``low``, ``high``: relative change of B against A (positive: B
     slower) with its anytime-valid interval (NaN/inf before there is one).
     ``runs_to_goal`` / ``seconds_to_goal``: predicted further runs and machine seconds
-    to reach the goal at the current estimate and spread (None: out of reach or
-    reached). ``serial_r``: the lag-1 autocorrelation of the run values in run order;
+    to reach the goal at the current estimate and spread (None: reached, fewer than 2
+    runs, or ``unreachable``). ``serial_r``: the lag-1 autocorrelation of the run values in run order;
     ``effective_runs``: where it was found (sequential.serial_inflation), the number of
     independent runs the interval counted them as (None: not found). ``skewness``: the
     run values' sample skewness where it is strong (:func:`strong_skew`), else None.
+    ``unreachable``: the goal is not reachable within
+    reasonable time -- more than :data:`FORECAST_FACTOR` times the runs taken (and
+    more than ``max_runs``) would be needed, or it is out of reach at this estimate.
     """
 
     stop: bool
@@ -314,6 +327,7 @@ class Decision:
     serial_r: float | None = None  # lag-1 autocorrelation of the run values (None: < 5 runs)
     effective_runs: float | None = None  # n_eff where serial correlation widened the interval
     skewness: float | None = None  # sample skewness where strong (None: not, or < 8 runs)
+    unreachable: bool = False
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
@@ -387,12 +401,14 @@ def decide(
     else:
         reason = StopReason.CONTINUE
     more = None
+    unreachable = False
     if not reached and n >= 2:
         total = runs_to_reach(_needed_half_width(mean, rule), sd, rule, n)
         total = None if total is None else max(total, goal_first_look(rule))
-        more = None if total is None else total - n
+        unreachable = total is None or total > forecast_bound(n, rule)
+        more = None if unreachable or total is None else total - n
     more_s = None if more is None or not math.isfinite(per_run) else more * per_run
-    text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s)
+    text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s, unreachable)
     skew = strong_skew(v[0])
     if skew is not None:
         text += (
@@ -424,6 +440,7 @@ def decide(
         serial_r=serial_r,
         effective_runs=n_eff,
         skewness=skew,
+        unreachable=unreachable,
     )
 
 
@@ -444,6 +461,21 @@ def strong_skew(values: np.ndarray) -> float | None:
     return g1 if abs(g1) > SKEW_Z * se else None
 
 
+def forecast_bound(runs: int, rule: StopRule) -> int:
+    """The most runs in all a forecast gives as a number after ``runs`` runs: the larger
+    of :data:`FORECAST_FACTOR` times the runs taken and ``max_runs`` (a goal the rule
+    itself may reach is always a number)."""
+    return max(FORECAST_FACTOR * runs, rule.max_runs)
+
+
+#: what would help a goal the runs cannot reach within reasonable time
+UNREACHABLE_HELP = (
+    "not reachable within reasonable time at this estimate and spread (a larger "
+    "threshold, a quieter runner, or a duet method would help; docs/adaptive.md, "
+    '"Forecasts")'
+)
+
+
 def _explain(
     rule: StopRule,
     reason: StopReason,
@@ -454,6 +486,7 @@ def _explain(
     n: int,
     more: int | None,
     more_s: float | None,
+    unreachable: bool = False,
 ) -> str:
     iv = _interval_text(est, lo, hi)
     goal = (
@@ -465,7 +498,9 @@ def _explain(
         return f"{verdict.value}: {iv} after {n} runs; precise to {goal}"
     if reason is StopReason.DECIDED:
         return f"{verdict.value}: {iv} after {n} runs"
-    if more is None:
+    if unreachable:
+        need = UNREACHABLE_HELP
+    elif more is None:
         need = "out of reach at this estimate" if n >= 2 else "needs at least 2 runs"
     else:
         time = f" (~{more_s:.0f} machine-s)" if more_s is not None else ""

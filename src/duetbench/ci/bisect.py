@@ -4,7 +4,10 @@ Every step builds the candidate and compares it (B) with the known-good build (A
 this machine, measured until sure (docs/adaptive.md): ``slower`` marks it bad;
 ``equivalent``, ``faster`` or ``no change detected`` good. ``inconclusive`` -- the stopping rule kept
 measuring until its budget or ``max_runs`` ended it -- and a failed or timed-out
-build skip the candidate: bisect never guesses. docs/history.md, "Bisect".
+build skip the candidate: bisect never guesses; so does a candidate that does not run (a
+python benchmark that cannot import in its tree, every run failing on its side B). A
+known-good tree that does not run is an error (exit 2) naming the cause.
+docs/history.md, "Bisect".
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 
 from ..config.model import Experiment
 from ..errors import DuetError
-from .gate import compare_trees, gate_name, tree_experiment
+from ..micro.api import MicroError
+from .gate import RunsFailed, compare_trees, gate_name, tree_experiment
 from .trees import BuildError, Trees, git, resolve
 
 __all__ = ["BisectResult", "Step", "bisect", "next_candidate"]
@@ -59,6 +63,14 @@ def next_candidate(n: int, lo: int, hi: int, skipped: set[int]) -> int | None:
     mid = (lo + hi) // 2
     order = sorted(range(lo + 1, hi), key=lambda i: (abs(i - mid), i))
     return next((i for i in order if i not in skipped), None)
+
+
+def _candidate_only(exc: MicroError | RunsFailed) -> bool:
+    """Only side B (the candidate) failed: skip it; side A is the known-good tree, whose
+    failure every step would repeat."""
+    if isinstance(exc, RunsFailed):
+        return exc.sides == frozenset({"B"})
+    return exc.side == "B"
 
 
 def _worst_row(rows: Any) -> dict[str, Any]:
@@ -122,7 +134,14 @@ def bisect(
                     return Step(commit, subject, "skip", "build failed", why=str(exc))
                 name = gate_name(exp.name, good_c, commit).replace("-gate-", "-bisect-")
                 title = f"duet bisect: {commit[:10]} against {good_c[:10]}"
-                res = compare_trees(tree_experiment(exp, good_tree, tree, name), out_dir, title)
+                try:
+                    res = compare_trees(tree_experiment(exp, good_tree, tree, name), out_dir, title)
+                except (MicroError, RunsFailed) as exc:
+                    if not _candidate_only(exc):
+                        raise DuetError(
+                            f"the known-good revision {good!r} does not run: {exc}"
+                        ) from None
+                    return Step(commit, subject, "skip", "does not run", why=str(exc))
                 if res.interrupted:
                     raise KeyboardInterrupt
                 if record is not None:

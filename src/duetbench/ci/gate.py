@@ -3,27 +3,35 @@
 Both revisions are checked out as git worktrees and built; the config's benchmarks then
 run as a duet comparison with A = the base tree and B = the head tree, measured until
 sure (docs/adaptive.md; by default ``--until decided --threshold 2%``). How a config
-refers to the tree: docs/history.md, "Gate".
+refers to the tree: docs/history.md, "Gate". A ``harness: python`` benchmark runs in
+each tree too: its interpreter, target and paths are taken inside the tree, the tree is
+first on its ``sys.path`` unless the config names paths, and it is calibrated (as `duet
+run` and `duet micro` do) before the first run. A benchmark whose every run failed is an
+error naming the cause (:class:`RunsFailed`, exit 2), never "inconclusive".
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config.model import Benchmark, Experiment, Side
-from ..errors import ExitCode
+from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
+from ..errors import DuetError, ExitCode
 
 __all__ = [
     "GateResult",
+    "RunsFailed",
     "compare_trees",
     "exit_code_of",
     "gate_markdown",
     "in_tree",
     "judge",
+    "micro_in_tree",
+    "runs_failed",
     "tree_experiment",
 ]
 
@@ -53,6 +61,34 @@ def in_tree(side: Side, tree: Path) -> Side:
     )
 
 
+def _inside(path: str, tree: Path) -> str:
+    """``path`` with ``{tree}`` replaced, a relative one taken inside ``tree``."""
+    text = path.replace(TREE, str(tree))
+    return os.path.abspath(os.path.join(tree, text))
+
+
+def micro_side_in_tree(side: MicroSide, tree: Path) -> MicroSide:
+    """A python benchmark's side run from ``tree``: ``{tree}`` replaced in its interpreter,
+    target and paths; a relative interpreter path (``.venv/bin/python``), a file or
+    directory target and relative paths taken inside the tree; no paths: the tree itself,
+    so each side imports its own tree's code (an interpreter named without a ``/``, such as
+    ``python3``, is looked up on PATH, as `duet micro` does)."""
+    from ..micro.api import resolve_target
+
+    python = side.python.replace(TREE, str(tree))
+    if "/" in python:
+        python = _inside(python, tree)
+    target = resolve_target(side.target.replace(TREE, str(tree)), tree)
+    paths = tuple(_inside(p, tree) for p in side.paths) or (str(tree),)
+    return replace(side, python=python, target=target, paths=paths)
+
+
+def micro_in_tree(spec: MicroSpec, trees: dict[str, Path]) -> MicroSpec:
+    """``spec`` with each side in its tree (``trees``: side -> tree), not yet calibrated."""
+    sides = tuple((pair, micro_side_in_tree(s, trees[pair])) for pair, s in spec.sides)
+    return replace(spec, sides=sides, evaluations=None, calibrations=(), inproc_command=None)
+
+
 def tree_experiment(exp: Experiment, a_tree: Path, b_tree: Path, name: str) -> Experiment:
     """``exp`` with side A of every benchmark in ``a_tree`` and side B in ``b_tree``
     (a benchmark without B runs A's definition in both)."""
@@ -60,9 +96,15 @@ def tree_experiment(exp: Experiment, a_tree: Path, b_tree: Path, name: str) -> E
     for b in exp.benchmarks:
         a_side = b.side("A")
         b_side = a_side if b.aa else b.side("B")
+        micro = b.micro
+        if micro is not None:
+            micro = micro_in_tree(micro, {"A": a_tree, "B": b_tree})
         benches.append(
             replace(
-                b, aa=False, sides=(("A", in_tree(a_side, a_tree)), ("B", in_tree(b_side, b_tree)))
+                b,
+                aa=False,
+                sides=(("A", in_tree(a_side, a_tree)), ("B", in_tree(b_side, b_tree))),
+                micro=micro,
             )
         )
     return replace(exp, name=name, benchmarks=tuple(benches))
@@ -90,15 +132,124 @@ def exit_code_of(verdicts: list[str]) -> int:
     return ExitCode.OK
 
 
+#: A gate stops once this many runs of one benchmark x method have failed without a
+#: usable one: a broken benchmark is an error at once, not after ``max_runs`` failures.
+FAIL_FAST_RUNS = 3
+
+
+class RunsFailed(DuetError):
+    """Every run of a benchmark failed: the gate (or a bisect step) is broken, which no
+    number of runs can decide, so it is an error (exit 2), never "inconclusive".
+    ``sides``: the sides that failed by themselves (not stopped because the other did)."""
+
+    def __init__(self, message: str, sides: frozenset[str]) -> None:
+        super().__init__(message)
+        self.sides = sides
+
+
+def _tail(text: str, lines: int = 5) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def runs_failed(root: Path) -> RunsFailed | None:
+    """The error of results directory ``root`` when some benchmark x method has finished
+    runs and not one usable (ok or timed out with iterations), naming the first failed
+    run's cause: its message, each failed side's exit status and the end of its stderr."""
+    from ..schema import USABLE_STATUSES, SideStatus
+    from ..store import ResultsStore
+
+    store = ResultsStore.open(root)
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for _rid, run in store.runs():
+        if run is not None and run.finished:
+            groups.setdefault((run.benchmark, run.method), []).append(run)
+    for (bench, method), runs in sorted(groups.items()):
+        if any(r.status in USABLE_STATUSES for r in runs):
+            continue
+        first = min(runs, key=lambda r: r.run_id)
+        failed = {n: s for n, s in first.sides.items() if s.status == SideStatus.FAILED}
+        lines = [
+            f"every run of benchmark '{bench}' ({method}) failed -- {len(runs)} of "
+            f"{len(runs)}, so there is nothing to compare; the first, {first.run_id}: "
+            f"{first.status}, {first.message or 'no message'}"
+        ]
+        for name, side in sorted(failed.items()):
+            said = _tail(side.stderr_tail)
+            lines.append(
+                f"side {name} exited with {side.exit_code}"
+                + (f"; its stderr ends:\n{said}" if said else "; it wrote nothing to stderr")
+            )
+        lines.append(
+            "(side A runs the --base or --good revision, B the --head or candidate). Fix the "
+            f"benchmark or the build, then run again; the runs are in {root}"
+        )
+        return RunsFailed("\n".join(lines), frozenset(failed) or frozenset(first.sides))
+    return None
+
+
+class _FailFast:
+    """An observer (around ``inner``) that raises :class:`RunsFailed` once
+    :data:`FAIL_FAST_RUNS` runs of a benchmark x method failed and none was usable; the
+    run is committed before the observer sees it, so nothing finished is lost."""
+
+    def __init__(self, inner: Any) -> None:
+        from ..schedule.inline import NullObserver
+
+        self.inner = inner if inner is not None else NullObserver()
+        self.root: Path | None = None
+        self.counts: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def experiment_started(self, store: Any, plan: Any, todo: Any) -> None:
+        self.root = Path(store.root)
+        self.inner.experiment_started(store, plan, todo)
+
+    def run_started(self, spec: Any) -> None:
+        self.inner.run_started(spec)
+
+    def run_skipped(self, spec: Any) -> None:
+        skipped = getattr(self.inner, "run_skipped", None)
+        if skipped is not None:
+            skipped(spec)
+
+    def run_finished(self, spec: Any, record: Any) -> None:
+        from ..schema import USABLE_STATUSES
+
+        self.inner.run_finished(spec, record)
+        key = (str(record.benchmark), str(record.method))
+        ok, failed = self.counts.get(key, (0, 0))
+        if record.status in USABLE_STATUSES:
+            ok += 1
+        elif record.finished:
+            failed += 1
+        self.counts[key] = (ok, failed)
+        if not ok and failed >= FAIL_FAST_RUNS and self.root is not None:
+            error = runs_failed(self.root)
+            if error is not None:
+                raise error
+
+    def experiment_finished(self, summary: Any) -> None:
+        self.inner.experiment_finished(summary)
+
+
 def compare_trees(
     exp: Experiment, out_dir: Path, title: str, *, observer: Any = None
 ) -> GateResult:
-    """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it."""
+    """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it.
+
+    Python benchmarks are calibrated first (a side that cannot import or run its target:
+    a :class:`~duetbench.micro.api.MicroError` naming it); a benchmark whose every run
+    failed raises :class:`RunsFailed`, as soon as :data:`FAIL_FAST_RUNS` of its runs
+    did."""
+    from ..micro.experiment import calibrate_experiment
     from ..schedule.inline import run_experiment
 
-    summary = run_experiment(exp, out_dir, observer=observer)
+    exp = calibrate_experiment(exp, base=Path.cwd())  # its paths are absolute (in the trees)
+    summary = run_experiment(exp, out_dir, observer=_FailFast(observer))
     if summary.interrupted:
         return GateResult(summary.root, None, ExitCode.INTERRUPTED, True, "")
+    failed = runs_failed(summary.root)
+    if failed is not None:
+        raise failed
     threshold = max((b.stop.threshold for b in exp.benchmarks if b.stop), default=0.0)
     return judge(summary.root, title, threshold)
 

@@ -44,7 +44,10 @@ _DUET_RUN_VARS = ("DUET_SYNC_DIR", "DUET_OUTPUT_DIR")
 
 
 class MicroError(DuetError):
-    """A worker could not list or calibrate: the message names the side, benchmark and cause."""
+    """A worker could not list or calibrate: the message names the side, benchmark and cause
+    (``side``: "A" or "B" when known)."""
+
+    side: str | None = None
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,9 @@ def _calibrate_side(
             env=env,
         )
     except MicroError as exc:
-        raise MicroError(f"benchmark {bench.name}, side {pair}: {exc}") from None
+        error = MicroError(f"benchmark {bench.name}, side {pair}: {exc}")
+        error.side = pair  # which side cannot run (`duet bisect` skips a candidate's)
+        raise error from None
 
 
 def _stored(bench: Benchmark, texts: Mapping[str, str]) -> dict[str, Calibration]:

@@ -351,13 +351,15 @@ class StopTracker:
         for bench in st.values:
             _reps, vals = self._analysed(st, bench)
             st.decisions[bench] = decide(vals, rule, seconds=st.seconds)
-        if st.reps >= rule.max_runs or self._ran_out(st):  # the planned repetitions
+        # the rule first: a run that decides and is also the last one allowed stopped
+        # because it decided (its verdict stands), not because a limit ended it
+        if st.decisions and all(d.stop for d in st.decisions.values()):
+            reasons = {d.reason for d in st.decisions.values()}
+            reason = reasons.pop() if len(reasons) == 1 else StopReason.DECIDED
+        elif st.reps >= rule.max_runs or self._ran_out(st):  # the planned repetitions
             reason = StopReason.MAX_RUNS
         elif rule.budget_s is not None and st.reps and st.seconds + st.per_rep > rule.budget_s:
             reason = StopReason.BUDGET
-        elif st.decisions and all(d.stop for d in st.decisions.values()):
-            reasons = {d.reason for d in st.decisions.values()}
-            reason = reasons.pop() if len(reasons) == 1 else StopReason.DECIDED
         else:
             return False
         st.stopped = str(reason)
