@@ -79,8 +79,7 @@ def _local_se(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
     if len(idx) < 4:
         return float(se[i])
     typical = float(np.median(se[idx] ** 2))
-    spread = MAD_SCALE * np.median(np.abs(d[idx] - np.median(d[idx])))
-    tau2 = max(0.0, spread**2 - typical)
+    tau2 = _hidden_spread(d, se, i, window)
     # a standard error from a few runs is itself noisy: one far below its neighbours'
     # (comparisons of the same benchmark on the same machine) is not trusted
     return float(np.sqrt(max(se[i] ** 2, typical) + tau2))
@@ -97,11 +96,19 @@ def detect_paired(
     d = np.array([s.log_ratio for s in steps])
     se = np.array([max(s.se, 1e-12) for s in steps])
     s_loc = np.array([_local_se(d, se, i, st.window) for i in range(n)])
-    z = d / s_loc
     # each step's standard error is estimated from its runs: Student's t, not the normal
     dof = np.array([max(1, s.runs - len(s.experiments)) for s in steps], dtype=float)
     crit = student_t.isf(st.alpha / 2, dof)
+    accepted = np.zeros(n, dtype=bool)
+    if st.use_evidence:
+        context = d.copy()  # the neighbours as their runs measured them
+        for i, s in enumerate(steps):
+            judged = _on_evidence(s, context, se, i, st)
+            if judged is not None:
+                d[i], s_loc[i], crit[i], accepted[i] = judged
+    z = d / s_loc
     cand = (np.abs(z) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
+    cand &= accepted | np.array([not _decided(s, st) for s in steps])
     hits: list[_Hit] = []
     spikes: list[tuple[int, float, str]] = []
 
@@ -149,6 +156,9 @@ def detect_paired(
         if adjacent:
             after = f"; next step {_pct(steps[i + 1].change)}"
         verdicts = ", ".join(sorted(set(s.verdicts))) or "n/a"
+        how = f"z = {z[i]:.1f}, {s.runs} runs"
+        if accepted[i] and s.evidence is not None:
+            how = _evidence_text(s.evidence, s.runs, s_loc[i], crit[i], d[i])
         hits.append(
             _Hit(
                 index=i,
@@ -159,7 +169,7 @@ def detect_paired(
                 final=adjacent and i + st.window < n,
                 evidence=(
                     f"direct comparison {s.before} -> {s.after}: {_pct(np.expm1(d[i]))} "
-                    f"(z = {z[i]:.1f}, {s.runs} runs, experiment(s) "
+                    f"({how}, experiment(s) "
                     f"{', '.join(f'#{e}' for e in s.experiments)}, verdict {verdicts}){after}"
                 ),
                 experiments=s.experiments,
@@ -167,6 +177,71 @@ def detect_paired(
         )
         i += 1
     return hits, spikes
+
+
+_CHANGED = ("slower", "faster")
+
+
+def _decided(s: Step, st: DetectionSettings) -> bool:
+    """Whether the step carries a verdict of its own that detection judges it by (then
+    its runs are not re-tested: a rule that stopped early had decided)."""
+    ev = s.evidence
+    return st.use_evidence and ev is not None and np.isfinite(ev.log_low + ev.log_high)
+
+
+def _on_evidence(
+    s: Step, d: np.ndarray, se: np.ndarray, i: int, st: DetectionSettings
+) -> tuple[float, float, float, bool] | None:
+    """(estimate, standard error, critical value, accepted) of a step judged on its own
+    evidence (None: it carries none).
+
+    The experiment's interval at its confidence c, centre m and half-width h (log), is
+    read as m +- z_c x (h / z_c). The spread its neighbours show beyond their own
+    standard errors (between-experiment variation no interval sees) widens it: the
+    step is a change when the widened interval still excludes 0 (and, as every change,
+    its estimate is at least ``min_change``). With no hidden spread that is the
+    experiment's own interval: at most its ``1 - c`` of steps without a change are
+    taken for one, the rule's nominal rate."""
+    ev = s.evidence
+    if not _decided(s, st):
+        return None
+    assert ev is not None
+    q = float(norm.isf((1 - ev.confidence) / 2))
+    mid, half = (ev.log_low + ev.log_high) / 2, (ev.log_high - ev.log_low) / 2
+    own = max(half / q, 1e-12)
+    s_ev = float(np.hypot(own, np.sqrt(_hidden_spread(d, se, i, st.window))))
+    ok = abs(mid) > q * s_ev
+    return mid, s_ev, q, bool(ok)
+
+
+def _hidden_spread(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
+    """The variance between experiments that the neighbouring steps (``window`` on each
+    side) show beyond their own standard errors (0 with fewer than 4 neighbours)."""
+    lo, hi = max(0, i - window), min(len(d), i + window + 1)
+    idx = np.r_[lo:i, i + 1 : hi]
+    if len(idx) < 4:
+        return 0.0
+    typical = float(np.median(se[idx] ** 2))
+    spread = MAD_SCALE * np.median(np.abs(d[idx] - np.median(d[idx])))
+    return max(0.0, float(spread**2) - typical)
+
+
+def _evidence_text(ev: Any, runs: int, s_ev: float, q: float, mid: float) -> str:
+    how = "stopping rule" if ev.basis == "rule" else "fixed-n verdict"
+    if ev.basis == "rule" and ev.stop:
+        how += f" ({ev.stop})"
+    widened = ""
+    own = (ev.log_high - ev.log_low) / 2
+    if q * s_ev > own * (1 + 1e-9):
+        widened = (
+            f"; widened by the neighbours' spread to "
+            f"[{_pct(np.expm1(mid - q * s_ev))}, {_pct(np.expm1(mid + q * s_ev))}]"
+        )
+    return (
+        f"{ev.verdict} by its {how}, {ev.confidence * 100:g} % interval "
+        f"[{_pct(np.expm1(ev.log_low))}, {_pct(np.expm1(ev.log_high))}]"
+        f"{widened}, {runs} runs"
+    )
 
 
 # ---------------------------------------------------------------------- absolute series
