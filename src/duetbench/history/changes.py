@@ -99,16 +99,18 @@ def detect_paired(
     # each step's standard error is estimated from its runs: Student's t, not the normal
     dof = np.array([max(1, s.runs - len(s.experiments)) for s in steps], dtype=float)
     crit = student_t.isf(st.alpha / 2, dof)
+    cand = (np.abs(d / s_loc) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
+    # a step whose experiment decided `slower` or `faster` is a change on that evidence
+    # when its neighbours' spread confirms it; else its runs are re-tested as above
     accepted = np.zeros(n, dtype=bool)
-    if st.use_evidence:
-        context = d.copy()  # the neighbours as their runs measured them
-        for i, s in enumerate(steps):
-            judged = _on_evidence(s, context, se, i, st)
-            if judged is not None:
-                d[i], s_loc[i], crit[i], accepted[i] = judged
+    context = d.copy()  # the neighbours as their runs measured them
+    for i, s in enumerate(steps):
+        judged = _on_evidence(s, context, se, i, st)
+        if judged is None or not judged[3] or abs(np.expm1(judged[0])) < st.min_change:
+            continue
+        d[i], s_loc[i], crit[i] = judged[:3]
+        accepted[i] = cand[i] = True
     z = d / s_loc
-    cand = (np.abs(z) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
-    cand &= accepted | np.array([not _decided(s, st) for s in steps])
     hits: list[_Hit] = []
     spikes: list[tuple[int, float, str]] = []
 
@@ -183,34 +185,41 @@ _CHANGED = ("slower", "faster")
 
 
 def _decided(s: Step, st: DetectionSettings) -> bool:
-    """Whether the step carries a verdict of its own that detection judges it by (then
-    its runs are not re-tested: a rule that stopped early had decided)."""
+    """Whether the step carries its experiment's own verdict of a change (``slower`` or
+    ``faster``, beyond the experiment's threshold) that detection judges it by, instead
+    of re-testing its runs: a rule that stopped early had decided."""
     ev = s.evidence
-    return st.use_evidence and ev is not None and np.isfinite(ev.log_low + ev.log_high)
+    return (
+        st.use_evidence
+        and ev is not None
+        and ev.verdict in _CHANGED
+        and bool(np.isfinite(ev.log_low + ev.log_high))
+    )
 
 
 def _on_evidence(
     s: Step, d: np.ndarray, se: np.ndarray, i: int, st: DetectionSettings
 ) -> tuple[float, float, float, bool] | None:
     """(estimate, standard error, critical value, accepted) of a step judged on its own
-    evidence (None: it carries none).
+    verdict (None: it carries no ``slower``/``faster`` verdict; its runs are re-tested).
 
     The experiment's interval at its confidence c, centre m and half-width h (log), is
     read as m +- z_c x (h / z_c). The spread its neighbours show beyond their own
     standard errors (between-experiment variation no interval sees) widens it: the
-    step is a change when the widened interval still excludes 0 (and, as every change,
-    its estimate is at least ``min_change``). With no hidden spread that is the
-    experiment's own interval: at most its ``1 - c`` of steps without a change are
-    taken for one, the rule's nominal rate."""
-    ev = s.evidence
+    step is a change when the widened interval still excludes 0 on the side of its
+    verdict (and, as every change, its estimate is at least ``min_change``). With no
+    hidden spread that is the verdict itself: at most ``1 - c`` of the steps without a
+    change are taken for one, the nominal rate of the rule (or of the fixed-n
+    interval), and far fewer at a threshold above 0."""
     if not _decided(s, st):
         return None
+    ev = s.evidence
     assert ev is not None
     q = float(norm.isf((1 - ev.confidence) / 2))
     mid, half = (ev.log_low + ev.log_high) / 2, (ev.log_high - ev.log_low) / 2
     own = max(half / q, 1e-12)
     s_ev = float(np.hypot(own, np.sqrt(_hidden_spread(d, se, i, st.window))))
-    ok = abs(mid) > q * s_ev
+    ok = mid - q * s_ev > 0 if ev.verdict == "slower" else mid + q * s_ev < 0
     return mid, s_ev, q, bool(ok)
 
 
@@ -228,8 +237,6 @@ def _hidden_spread(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
 
 def _evidence_text(ev: Any, runs: int, s_ev: float, q: float, mid: float) -> str:
     how = "stopping rule" if ev.basis == "rule" else "fixed-n verdict"
-    if ev.basis == "rule" and ev.stop:
-        how += f" ({ev.stop})"
     widened = ""
     own = (ev.log_high - ev.log_low) / 2
     if q * s_ev > own * (1 + 1e-9):
