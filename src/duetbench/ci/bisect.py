@@ -2,16 +2,22 @@
 
 Every step builds the candidate and compares it (B) with the known-good build (A) on
 this machine, measured until sure (docs/adaptive.md): ``slower`` marks it bad;
-``equivalent``, ``faster`` or ``no change detected`` good. ``inconclusive`` -- the stopping rule kept
-measuring until its budget or ``max_runs`` ended it -- and a failed or timed-out
-build skip the candidate: bisect never guesses. docs/history.md, "Bisect".
+``equivalent``, ``faster`` or ``no change detected`` good. A candidate the stopping rule
+left ``inconclusive`` (its ``max_runs`` or budget ended a comparison first) is measured
+again -- the candidate that splits the range is the one worth the machine time -- and
+judged by the same rule on the run values of all its comparisons together (a
+confidence sequence is valid at whatever run it is read); only after ``max_looks``
+comparisons, or a failed or timed-out build, is it skipped. When the bisect's own
+``budget_s`` ends, the range that remains is reported with the evidence of every
+commit tested: bisect never guesses. docs/history.md, "Bisect".
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +26,11 @@ from ..errors import DuetError
 from .gate import compare_trees, gate_name, tree_experiment
 from .trees import BuildError, Trees, git, resolve
 
-__all__ = ["BisectResult", "Step", "bisect", "next_candidate"]
+__all__ = ["BisectResult", "Step", "bisect", "combined_rows", "next_candidate"]
+
+#: comparisons of one candidate (the first and its extensions) before it is skipped
+MAX_LOOKS = 4
+UNDECIDED = ("inconclusive", "no data")
 
 GOOD_VERDICTS = ("equivalent", "faster", "no change detected", "same", "same (below threshold)")
 
@@ -37,17 +47,26 @@ class Step:
     low: float | None = None
     high: float | None = None
     runs: int = 0
-    results: str = ""
+    results: str = ""  # the results directories of its comparisons, ", "-separated
     why: str = ""
+    looks: int = 1  # comparisons of this candidate (more than one: extended)
 
 
 @dataclass(frozen=True)
 class BisectResult:
     good: str
     bad: str
-    first_bad: str | None  # None: skipped candidates leave it open
+    first_bad: str | None  # None: skipped candidates or the budget leave it open
     candidates: tuple[str, ...]  # the commits it may be (one when found)
     steps: tuple[Step, ...] = field(default_factory=tuple)
+    budget_ended: bool = False  # the bisect's budget ended the search
+    commits: tuple[str, ...] = ()  # the first-parent history searched, good excluded
+
+    def evidence(self) -> list[Step]:
+        """The last step of every commit tested, in history order: what bounds the range."""
+        last = {s.commit: s for s in self.steps}
+        order = self.commits or tuple(dict.fromkeys(s.commit for s in self.steps))
+        return [last[c] for c in order if c in last]
 
     def step_of(self, commit: str) -> Step | None:
         return next((s for s in self.steps if s.commit == commit and s.outcome == "bad"), None)
@@ -61,18 +80,86 @@ def next_candidate(n: int, lo: int, hi: int, skipped: set[int]) -> int | None:
     return next((i for i in order if i not in skipped), None)
 
 
-def _worst_row(rows: Any) -> dict[str, Any]:
-    rank = {"slower": 0, "inconclusive": 1, "no data": 2}
-    records = rows.to_dict("records")
-    return min(records, key=lambda r: rank.get(str(r["verdict"]), 3))
-
-
 def _num(x: Any) -> float | None:
     try:
         v = float(x)
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def combined_rows(roots: Sequence[Path]) -> list[dict[str, Any]]:
+    """Per benchmark x method: the verdict of its stopping rule on the run values of all
+    the comparisons ``roots`` (results directories of one candidate against the good
+    build, in the order they ran), taken as one sequence of runs: one comparison's is
+    the verdict every command shows; several are read with the confidence sequence
+    (valid at whatever run it is read, whichever design the rule had).
+
+    Each comparison's run values are those its rule analysed, made with the analysis
+    options of its stops.json (:func:`duetbench.adaptive.results.analysed_values`, as
+    every verdict does); the rule (confidence, threshold) is the first comparison's.
+    A benchmark without a stopping rule keeps its last comparison's row."""
+    import numpy as np
+
+    from ..adaptive.results import analysed_values, entry_for, stop_entries, stop_rule
+    from ..adaptive.rules import decide
+    from ..adaptive.sequential import Design
+    from ..dataset import open_dataset
+    from ..verdicts import default_options, rule_options, verdicts
+
+    values: dict[tuple[str, str], list[Any]] = {}
+    rules: dict[tuple[str, str], Any] = {}
+    seconds: dict[tuple[str, str], float] = {}
+    plain: dict[tuple[str, str], dict[str, Any]] = {}
+    for root in roots:
+        dataset = open_dataset(root)
+        table = dataset.table
+        if table.empty:
+            continue
+        entries = stop_entries(dataset.stops)
+        opts = rule_options(dataset.stops, default_options(dataset))
+        for (bench, method), runs in table.groupby(["benchmark", "method"], observed=True)["run"]:
+            key = (str(bench), str(method))
+            entry = entry_for(entries, *key)
+            if entry is None or entry.get("stopped") == "not chosen":
+                continue
+            start = int(entry.get("analyse_from") or 0)
+            analysed = (entry.get("analysed_runs") or {}).get(key[0])
+            if analysed is None:
+                analysed = sorted(int(r) for r in runs.unique())[start:]
+            values.setdefault(key, []).append(analysed_values(table, *key, analysed, opts))
+            rules.setdefault(key, stop_rule(entry))
+            seconds[key] = seconds.get(key, 0.0) + float(entry.get("seconds") or 0.0)
+        if not entries:
+            for r in verdicts(dataset).rows.to_dict("records"):
+                plain[(str(r["benchmark"]), str(r["method"]))] = r
+    out = []
+    for key, parts in values.items():
+        chosen = np.concatenate(parts)
+        rule = rules[key]
+        if len(parts) > 1:  # read across comparisons: the confidence sequence, valid at any run
+            rule = replace(rule, design=Design.SEQUENCE, max_runs=max(rule.max_runs, len(chosen)))
+        d = decide(chosen, rule, seconds=seconds[key])
+        out.append(
+            {
+                "benchmark": key[0],
+                "method": key[1],
+                "verdict": d.verdict.value if len(chosen) else "no data",
+                "change": d.estimate,
+                "ci_low": d.low,
+                "ci_high": d.high,
+                "runs": d.runs,
+                "explanation": d.explanation,
+                "looks": len(parts),
+            }
+        )
+    out += [r for k, r in plain.items() if k not in values]
+    return out
+
+
+def _worst(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    rank = {"slower": 0, "inconclusive": 1, "no data": 2}
+    return min(rows, key=lambda r: rank.get(str(r["verdict"]), 3))
 
 
 def bisect(
@@ -86,8 +173,24 @@ def bisect(
     build_timeout: float | None = None,
     on_step: Callable[[Step], None] | None = None,
     record: Callable[[Path, Path, Path], None] | None = None,
+    max_looks: int = MAX_LOOKS,
+    budget_s: float | None = None,
 ) -> BisectResult:
-    """Search the first-parent history from ``good`` (exclusive) to ``bad``."""
+    """Search the first-parent history from ``good`` (exclusive) to ``bad``.
+
+    ``max_looks``: comparisons of one candidate (the first and the extensions of an
+    inconclusive one) before it is skipped; ``budget_s``: wall-clock seconds the bisect
+    may take (None: no limit), checked before every comparison -- when it ends, the
+    result holds the range that remains (``budget_ended``)."""
+    if max_looks < 1:
+        raise DuetError(f"--max-looks must be at least 1, got {max_looks}")
+    if budget_s is not None and not budget_s > 0:
+        raise DuetError(f"--total-budget must be more than 0 seconds, got {budget_s}")
+    started = time.monotonic()
+
+    def over_budget() -> bool:
+        return budget_s is not None and time.monotonic() - started >= budget_s
+
     with Trees(repo) as trees:
         good_c, bad_c = resolve(trees.repo, good), resolve(trees.repo, bad)
         if good_c == bad_c:
@@ -110,8 +213,10 @@ def bisect(
         steps: list[Step] = []
         lo, hi, skipped = -1, len(commits) - 1, set()
         measured_bad: Step | None = None
+        ended = False
 
-        def measure(i: int) -> Step:
+        def measure(i: int) -> Step | None:
+            """The candidate's step (None: the budget ended before its first comparison)."""
             commit = commits[i]
             subject = git(trees.repo, "log", "-1", "--format=%s", commit)
             tree = trees.checkout(commit, f"c{i}")
@@ -120,20 +225,49 @@ def bisect(
                     trees.build(tree, build, timeout=build_timeout)
                 except BuildError as exc:
                     return Step(commit, subject, "skip", "build failed", why=str(exc))
-                name = gate_name(exp.name, good_c, commit).replace("-gate-", "-bisect-")
-                title = f"duet bisect: {commit[:10]} against {good_c[:10]}"
-                res = compare_trees(tree_experiment(exp, good_tree, tree, name), out_dir, title)
-                if res.interrupted:
-                    raise KeyboardInterrupt
-                if record is not None:
-                    record(res.root, good_tree, tree)
-                if res.rows is None or res.rows.empty:
-                    return Step(commit, subject, "skip", "no data", results=str(res.root))
-                row = _worst_row(res.rows)
+                roots: list[Path] = []
+                rows: list[dict[str, Any]] = []
+                todo = exp
+                while len(roots) < max_looks and not over_budget():
+                    name = gate_name(exp.name, good_c, commit).replace("-gate-", "-bisect-")
+                    if roots:
+                        name += f"-more{len(roots)}"
+                    title = f"duet bisect: {commit[:10]} against {good_c[:10]}"
+                    res = compare_trees(
+                        tree_experiment(todo, good_tree, tree, name), out_dir, title
+                    )
+                    if res.interrupted:
+                        raise KeyboardInterrupt
+                    if record is not None:
+                        record(res.root, good_tree, tree)
+                    roots.append(res.root)
+                    rows = combined_rows(roots)
+                    undecided = {
+                        str(r["benchmark"]).split(":", 1)[0]
+                        for r in rows
+                        if r["verdict"] in UNDECIDED
+                    }
+                    if not rows or not undecided:
+                        break
+                    # extend: measure again what the rule has not decided yet
+                    todo = replace(
+                        exp, benchmarks=tuple(b for b in exp.benchmarks if b.name in undecided)
+                    )
+                    if not todo.benchmarks:
+                        break
+                if not roots:
+                    return None
+                where = ", ".join(str(r) for r in roots)
+                if not rows:
+                    return Step(commit, subject, "skip", "no data", results=where, looks=len(roots))
+                row = _worst(rows)
                 verdict = str(row["verdict"])
                 outcome = (
                     "bad" if verdict == "slower" else "good" if verdict in GOOD_VERDICTS else "skip"
                 )
+                why = str(row.get("explanation") or "")
+                if outcome == "skip" and over_budget():
+                    why = f"the bisect's budget ended: {why}"
                 return Step(
                     commit,
                     subject,
@@ -143,32 +277,44 @@ def bisect(
                     _num(row.get("ci_low")),
                     _num(row.get("ci_high")),
                     int(row.get("runs") or 0),
-                    str(res.root),
-                    str(row.get("explanation") or ""),
+                    where,
+                    why,
+                    int(row.get("looks") or len(roots)),
                 )
             finally:
                 trees.remove(tree)
+
+        def take(step: Step) -> None:
+            steps.append(step)
+            if on_step is not None:
+                on_step(step)
 
         while True:
             i = next_candidate(len(commits), lo, hi, skipped)
             if i is None:
                 break
+            if over_budget():
+                ended = True
+                break
             step = measure(i)
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
+            if step is None:
+                ended = True
+                break
+            take(step)
             if step.outcome == "bad":
                 hi, measured_bad = i, step
             elif step.outcome == "good":
                 lo = i
             else:
                 skipped.add(i)
-        if measured_bad is None or measured_bad.commit != commits[hi]:
+                ended = ended or over_budget()
+        if not ended and (measured_bad is None or measured_bad.commit != commits[hi]):
             # the first bad commit is --bad itself: measure it for its interval
             step = measure(hi)
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
+            if step is None:
+                ended = True
+            else:
+                take(step)
         open_range = [commits[j] for j in range(lo + 1, hi + 1)]
         last = next((s for s in reversed(steps) if s.commit == commits[hi]), None)
         found = last is not None and last.outcome == "bad" and hi == lo + 1
@@ -178,4 +324,6 @@ def bisect(
             commits[hi] if found else None,
             tuple(open_range),
             tuple(steps),
+            budget_ended=ended and not found,
+            commits=tuple(commits),
         )

@@ -7,7 +7,11 @@ comparison's own, widened by the between-experiment spread the neighbouring step
 show (a robust estimate from the ``window`` steps on each side), so a machine whose
 duets vary more from day to day than their intervals say does not raise alarms. A
 change immediately undone by the next step (same size, opposite sign) is a spike:
-one version that measured slow, not a change.
+one version that measured slow, not a change. A step that is one experiment's and
+carries that experiment's own ``slower``/``faster`` verdict (a stopping rule's interval
+or a fixed-n verdict's, :class:`~duetbench.history.series.Evidence`) is a change on
+that evidence when its interval, widened by the same between-experiment spread, still
+excludes 0; otherwise it is tested as above.
 
 Absolute series (:func:`detect_absolute`): a scan from the oldest version on. At
 each version the medians of the ``window`` levels before and after are compared,
