@@ -247,8 +247,8 @@ def bisect(
                         for r in rows
                         if r["verdict"] in UNDECIDED
                     }
-                    if not rows or not undecided:
-                        break
+                    if not rows or not undecided or any(r["verdict"] == "slower" for r in rows):
+                        break  # decided; one slower benchmark marks the candidate bad
                     # extend: measure again what the rule has not decided yet
                     todo = replace(
                         exp, benchmarks=tuple(b for b in exp.benchmarks if b.name in undecided)

@@ -56,7 +56,7 @@ from .findings import (
 )
 from .fingerprint import differences
 from .repository import Mark, Repository
-from .series import Level, Series, SeriesKey, Step, build_series, order_versions
+from .series import Evidence, Level, Series, SeriesKey, Step, build_series, order_versions
 
 MAD_SCALE = 1.4826  # MAD -> standard deviation of a normal
 REPORT_CONFIDENCE = 0.95
@@ -73,6 +73,8 @@ class _Hit:
     final: bool
     evidence: str
     experiments: tuple[int, ...] = ()
+    #: the interval reported (log), when not log_change +- z x se: a verdict's own
+    bounds: tuple[float, float] | None = None
 
 
 def _local_se(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
@@ -107,12 +109,14 @@ def detect_paired(
     # a step whose experiment decided `slower` or `faster` is a change on that evidence
     # when its neighbours' spread confirms it; else its runs are re-tested as above
     accepted = np.zeros(n, dtype=bool)
+    bounds: dict[int, tuple[float, float]] = {}
     context = d.copy()  # the neighbours as their runs measured them
     for i, s in enumerate(steps):
         judged = _on_evidence(s, context, se, i, st)
-        if judged is None or not judged[3] or abs(np.expm1(judged[0])) < st.min_change:
+        if judged is None or not judged.accepted or abs(np.expm1(judged.estimate)) < st.min_change:
             continue
-        d[i], s_loc[i], crit[i] = judged[:3]
+        d[i], s_loc[i], crit[i] = judged.estimate, judged.se, judged.critical
+        bounds[i] = (judged.low, judged.high)
         accepted[i] = cand[i] = True
     z = d / s_loc
     hits: list[_Hit] = []
@@ -164,7 +168,7 @@ def detect_paired(
         verdicts = ", ".join(sorted(set(s.verdicts))) or "n/a"
         how = f"z = {z[i]:.1f}, {s.runs} runs"
         if accepted[i] and s.evidence is not None:
-            how = _evidence_text(s.evidence, s.runs, s_loc[i], crit[i], d[i])
+            how = _evidence_text(s.evidence, s.runs, bounds[i])
         hits.append(
             _Hit(
                 index=i,
@@ -179,6 +183,7 @@ def detect_paired(
                     f"{', '.join(f'#{e}' for e in s.experiments)}, verdict {verdicts}){after}"
                 ),
                 experiments=s.experiments,
+                bounds=bounds.get(i),
             )
         )
         i += 1
@@ -201,30 +206,45 @@ def _decided(s: Step, st: DetectionSettings) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """A step judged on its experiment's own verdict (log scale)."""
+
+    estimate: float
+    se: float  # the interval's half-width / z, widened
+    critical: float  # z at the verdict's confidence
+    low: float  # the widened interval
+    high: float
+    accepted: bool
+
+
 def _on_evidence(
     s: Step, d: np.ndarray, se: np.ndarray, i: int, st: DetectionSettings
-) -> tuple[float, float, float, bool] | None:
-    """(estimate, standard error, critical value, accepted) of a step judged on its own
-    verdict (None: it carries no ``slower``/``faster`` verdict; its runs are re-tested).
+) -> _Judged | None:
+    """A step judged on its own verdict (None: it carries no ``slower``/``faster``
+    verdict; its runs are re-tested).
 
-    The experiment's interval at its confidence c, centre m and half-width h (log), is
-    read as m +- z_c x (h / z_c). The spread its neighbours show beyond their own
-    standard errors (between-experiment variation no interval sees) widens it: the
-    step is a change when the widened interval still excludes 0 on the side of its
-    verdict (and, as every change, its estimate is at least ``min_change``). With no
-    hidden spread that is the verdict itself: at most ``1 - c`` of the steps without a
-    change are taken for one, the nominal rate of the rule (or of the fixed-n
-    interval), and far fewer at a threshold above 0."""
+    The experiment's interval at its confidence c, half-width h (log), is read as
+    +- z_c x (h / z_c) around its estimate. The spread its neighbours show beyond their
+    own standard errors (between-experiment variation no interval sees, tau) widens it:
+    each end moves out by z_c (sqrt((h / z_c)^2 + tau^2) - h / z_c). The step is a
+    change when the widened interval still excludes 0 on the side of its verdict (and,
+    as every change, its estimate is at least ``min_change``). With no hidden spread
+    that is the verdict itself: at most ``1 - c`` of the steps without a change are
+    taken for one, the nominal rate of the rule (or of the fixed-n interval), and far
+    fewer at a threshold above 0."""
     if not _decided(s, st):
         return None
     ev = s.evidence
     assert ev is not None
     q = float(norm.isf((1 - ev.confidence) / 2))
-    mid, half = (ev.log_low + ev.log_high) / 2, (ev.log_high - ev.log_low) / 2
+    half = (ev.log_high - ev.log_low) / 2
     own = max(half / q, 1e-12)
     s_ev = float(np.hypot(own, np.sqrt(_hidden_spread(d, se, i, st.window))))
-    ok = mid - q * s_ev > 0 if ev.verdict == "slower" else mid + q * s_ev < 0
-    return mid, s_ev, q, bool(ok)
+    extra = q * (s_ev - own)
+    low, high = ev.log_low - extra, ev.log_high + extra
+    ok = low > 0 if ev.verdict == "slower" else high < 0
+    return _Judged(ev.estimate, s_ev, q, low, high, bool(ok))
 
 
 def _hidden_spread(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
@@ -239,14 +259,13 @@ def _hidden_spread(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
     return max(0.0, float(spread**2) - typical)
 
 
-def _evidence_text(ev: Any, runs: int, s_ev: float, q: float, mid: float) -> str:
+def _evidence_text(ev: Evidence, runs: int, bounds: tuple[float, float]) -> str:
     how = "stopping rule" if ev.basis == "rule" else "fixed-n verdict"
     widened = ""
-    own = (ev.log_high - ev.log_low) / 2
-    if q * s_ev - own > 5e-4:  # wider by at least 0.05 %: shown
+    if bounds[1] - bounds[0] - (ev.log_high - ev.log_low) > 1e-3:  # at least 0.1 % wider
         widened = (
             f"; widened by the neighbours' spread to "
-            f"[{_pct(np.expm1(mid - q * s_ev))}, {_pct(np.expm1(mid + q * s_ev))}]"
+            f"[{_pct(np.expm1(bounds[0]))}, {_pct(np.expm1(bounds[1]))}]"
         )
     return (
         f"{ev.verdict} by its {how}, {ev.confidence * 100:g} % interval "
@@ -370,6 +389,12 @@ def _hit_change(s: Series, h: _Hit, before: str | None, source: str, evidence: s
 
 
 def _interval(h: _Hit) -> tuple[float, float, float]:
+    if h.bounds is not None:  # a verdict's own interval (widened by the neighbours' spread)
+        return (
+            float(np.expm1(h.log_change)),
+            float(np.expm1(h.bounds[0])),
+            float(np.expm1(h.bounds[1])),
+        )
     q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
     return (
         float(np.expm1(h.log_change)),

@@ -61,6 +61,7 @@ class Evidence:
     threshold: float
     experiment: int
     stop: str | None = None
+    log_estimate: float | None = None  # the verdict's own estimate (None: the centre)
 
     def negated(self) -> Evidence:
         """The same evidence for the sides the other way round."""
@@ -70,7 +71,15 @@ class Evidence:
             verdict=flip.get(self.verdict, self.verdict),
             log_low=-self.log_high,
             log_high=-self.log_low,
+            log_estimate=None if self.log_estimate is None else -self.log_estimate,
         )
+
+    @property
+    def estimate(self) -> float:
+        """The log ratio the verdict states (the interval's centre when none is stored)."""
+        if self.log_estimate is not None and np.isfinite(self.log_estimate):
+            return self.log_estimate
+        return (self.log_low + self.log_high) / 2
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +108,10 @@ def evidence_of(row: Any) -> Evidence | None:
     if not (np.isfinite(low) and np.isfinite(high) and low > -1 and 0 < conf < 1):
         return None
     stop = getattr(row, "stop_reason", None)
+    try:
+        change = float(row.change)
+    except (TypeError, ValueError):
+        change = float("nan")
     return Evidence(
         str(basis),
         str(row.verdict),
@@ -108,6 +121,7 @@ def evidence_of(row: Any) -> Evidence | None:
         thr if np.isfinite(thr) else 0.0,
         int(row.experiment_id),
         stop if isinstance(stop, str) and stop else None,
+        float(np.log1p(change)) if np.isfinite(change) and change > -1 else None,
     )
 
 

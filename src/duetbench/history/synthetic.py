@@ -104,6 +104,7 @@ def stopped_series(h: History, rule: Any, run_sd: float | tuple[float, float], s
             float(rule.threshold),
             i + 1,
             str(stops.reason[i]),
+            float(np.log1p(stops.estimate[i])),
         )
         se = float(taken.std(ddof=1) / np.sqrt(len(taken)))
         steps.append(
