@@ -206,17 +206,32 @@ def sweep(count: int, versions: int, st: DetectionSettings) -> None:
 
 
 STOPPED_SIZES = (0.02, 0.04, 0.08)
-#: (name, StopRule keywords, run spread per comparison: log-uniform between)
+#: (name, StopRule keywords, run spread per comparison: log-uniform between, basis)
 STOPPED_RULES = (
     (
         "gate: until decided, threshold 2 %, max 20 runs",
         {"until": "decided", "threshold": 0.02, "max_runs": 20},
         (0.003, 0.02),
+        "rule",
     ),
     (
-        "fixed-n: 3 runs, 95 % t interval, threshold 0",
+        "fixed-n: 3 runs, 95 % t interval, threshold 2 %",
+        {
+            "until": "decided",
+            "threshold": 0.02,
+            "design": "group",
+            "groups": 1,
+            "min_runs": 3,
+            "max_runs": 3,
+        },
+        (0.002, 0.01),
+        "fixed",
+    ),
+    (
+        "fixed-n: 3 runs, 95 % t interval, threshold 0 (re-tested: the verdict is not used)",
         {"until": "decided", "design": "group", "groups": 1, "min_runs": 3, "max_runs": 3},
         (0.002, 0.01),
+        "fixed",
     ),
 )
 
@@ -227,7 +242,7 @@ def stopped(count: int, versions: int) -> None:
     from duetbench.history.synthetic import stopped_series
 
     print(f"# stopped steps: {count} histories x {versions} versions per cell, 3 steps each\n")
-    for name, kw, spread in STOPPED_RULES:
+    for name, kw, spread, basis in STOPPED_RULES:
         rule = StopRule.create(**kw)
         print(f"## {name}; run spread {spread[0]:.1%}-{spread[1]:.1%} per comparison\n")
         print(
@@ -246,7 +261,7 @@ def stopped(count: int, versions: int) -> None:
                 for k in range(count):
                     rng = np.random.default_rng([k, round(size * 1000), 28])
                     h = History(versions=versions, steps=random_steps(rng, versions, 3, size))
-                    s = stopped_series(h, rule, spread, k * 7919 + round(size * 1000))
+                    s = stopped_series(h, rule, spread, k * 7919 + round(size * 1000), basis)
                     found = ours(st)(s)
                     true = {a for a, _ in h.steps}
                     tp += len(found & true)
@@ -263,7 +278,7 @@ def stopped(count: int, versions: int) -> None:
             false = steps = 0
             for k in range(count):
                 h = History(versions=versions)
-                s = stopped_series(h, rule, spread, 104729 + k)
+                s = stopped_series(h, rule, spread, 104729 + k, basis)
                 false += len(ours(st)(s))
                 steps += len(s.steps)
             nominal = 1 - rule.confidence

@@ -196,12 +196,17 @@ _CHANGED = ("slower", "faster")
 def _decided(s: Step, st: DetectionSettings) -> bool:
     """Whether the step carries its experiment's own verdict of a change (``slower`` or
     ``faster``, beyond the experiment's threshold) that detection judges it by, instead
-    of re-testing its runs: a rule that stopped early had decided."""
+    of re-testing its runs: a stopping rule's (its run count depends on the values, so a
+    t test of its runs would not hold; the rule had decided), or a fixed-n verdict at a
+    practical threshold above 0."""
     ev = s.evidence
     return (
         st.use_evidence
         and ev is not None
         and ev.verdict in _CHANGED
+        # a fixed-n verdict without a threshold is the t test of the same runs at a laxer
+        # level: re-tested at alpha (valid for a fixed n), not taken at 1 - confidence
+        and (ev.basis == "rule" or ev.threshold > 0)
         and bool(np.isfinite(ev.log_low + ev.log_high))
     )
 

@@ -72,13 +72,16 @@ def synthetic_series(h: History, seed: int, *, base_ns: float = 50e6) -> Series:
     return Series(key, tuple(names), steps, levels, commits={v: (None, None) for v in names})
 
 
-def stopped_series(h: History, rule: Any, run_sd: float | tuple[float, float], seed: int) -> Series:
+def stopped_series(
+    h: History, rule: Any, run_sd: float | tuple[float, float], seed: int, basis: str = "rule"
+) -> Series:
     """One observed :class:`Series` of ``h`` whose direct comparisons were stopped by
     ``rule`` (an :class:`~duetbench.adaptive.StopRule`; seeded): each comparison draws
     ``rule.max_runs`` run values (true difference + the comparison's hidden offset of sd
     ``paired_extra_sd`` + run noise) and keeps those up to its stop. ``run_sd``: the run
     noise's sd, or (low, high): each comparison's drawn log-uniformly between them (a
-    shared machine whose load differs from one comparison to the next)."""
+    shared machine whose load differs from one comparison to the next). ``basis``: what
+    the steps' evidence says they are (``rule``, or ``fixed`` for a rule of one look)."""
     from ..adaptive.rules import first_stops
 
     rng = np.random.default_rng(seed)
@@ -96,7 +99,7 @@ def stopped_series(h: History, rule: Any, run_sd: float | tuple[float, float], s
     for i in range(n - 1):
         taken = values[i, : int(stops.runs[i])]
         evidence = Evidence(
-            "rule",
+            basis,
             str(stops.verdict[i]),
             float(np.log1p(stops.low[i])),
             float(np.log1p(stops.high[i])),
