@@ -502,8 +502,8 @@ STOPPED = """\
 experiment:
   name: stopped
   seed: 3
-  repetitions: {sduet: 1}
-  stop: {until: decided, threshold: 2%, max_runs: 8}
+  repetitions: {seqn: 1}
+  stop: {until: decided, threshold: 2%, max_runs: 10}
 benchmarks:
   ab: {iterations: 4, A: {command: "sleep 0.01"}, B: {command: "sleep 0.013"}}
 """
@@ -517,9 +517,11 @@ def test_a_step_a_stopping_rule_decided_is_a_change_with_its_interval(tmp_path: 
     r = run_duet("run", str(tmp_path / "duet.yml"), "-o", str(tmp_path / "res"), "--no-compare")
     assert r.returncode == 0, r.stderr
     results = tmp_path / "res" / "stopped"
-    stops = json.loads((results / "stops.json").read_text())["stops"]["ab/sduet"]
+    stops = json.loads((results / "stops.json").read_text())["stops"]["ab/seqn"]
     decision = stops["decisions"]["ab"]
-    assert decision["verdict"] == "slower"  # 10 against 13 ms sleeps: decided on any machine
+    # 10 against 13 ms sleeps, one after the other (sleeps hardly feel the load; no
+    # duet run to be left out as unbalanced): decided on a busy machine too
+    assert decision["verdict"] == "slower", stops
     repo = str(tmp_path / "perf.sqlite")
     duet_ok("history", "add", str(results), "--repo", repo, "--versions", "A=v1,B=v2")
     with Repository.open(repo, create=False) as opened:
