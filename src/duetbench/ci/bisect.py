@@ -162,6 +162,101 @@ def _worst(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return min(rows, key=lambda r: rank.get(str(r["verdict"]), 3))
 
 
+@dataclass
+class _Search:
+    """What every candidate's measurement needs: the good build, where results go, the
+    limits (see :func:`bisect`)."""
+
+    exp: Experiment
+    trees: Trees
+    good: str  # commit
+    good_tree: Path
+    out_dir: Path
+    build: str | None
+    build_timeout: float | None
+    record: Callable[[Path, Path, Path], None] | None
+    max_looks: int
+    budget_s: float | None
+    started: float = field(default_factory=time.monotonic)
+
+    def over_budget(self) -> bool:
+        return self.budget_s is not None and time.monotonic() - self.started >= self.budget_s
+
+    def measure(self, commit: str, index: int) -> Step | None:
+        """The candidate's step (None: the budget ended before its first comparison)."""
+        subject = git(self.trees.repo, "log", "-1", "--format=%s", commit)
+        tree = self.trees.checkout(commit, f"c{index}")
+        try:
+            try:
+                self.trees.build(tree, self.build, timeout=self.build_timeout)
+            except BuildError as exc:
+                return Step(commit, subject, "skip", "build failed", why=str(exc))
+            roots, rows = self.compare(commit, tree)
+            if not roots:
+                return None
+            return self.step(commit, subject, roots, rows)
+        finally:
+            self.trees.remove(tree)
+
+    def compare(self, commit: str, tree: Path) -> tuple[list[Path], list[dict[str, Any]]]:
+        """Compare the candidate with the good build until its rule decides, extending an
+        inconclusive comparison up to ``max_looks`` (or the budget): the results
+        directories and the verdicts of all of them together."""
+        roots: list[Path] = []
+        rows: list[dict[str, Any]] = []
+        todo = self.exp
+        while len(roots) < self.max_looks and not self.over_budget():
+            name = gate_name(self.exp.name, self.good, commit).replace("-gate-", "-bisect-")
+            if roots:
+                name += f"-more{len(roots)}"
+            title = f"duet bisect: {commit[:10]} against {self.good[:10]}"
+            experiment = tree_experiment(todo, self.good_tree, tree, name)
+            res = compare_trees(experiment, self.out_dir, title)
+            if res.interrupted:
+                raise KeyboardInterrupt
+            if self.record is not None:
+                self.record(res.root, self.good_tree, tree)
+            roots.append(res.root)
+            rows = combined_rows(roots)
+            undecided = {
+                str(r["benchmark"]).split(":", 1)[0] for r in rows if r["verdict"] in UNDECIDED
+            }
+            if not rows or not undecided or any(r["verdict"] == "slower" for r in rows):
+                break  # decided; one slower benchmark marks the candidate bad
+            # extend: measure again what the rule has not decided yet
+            benches = tuple(b for b in self.exp.benchmarks if b.name in undecided)
+            if not benches:
+                break
+            todo = replace(self.exp, benchmarks=benches)
+        return roots, rows
+
+    def step(
+        self, commit: str, subject: str, roots: list[Path], rows: list[dict[str, Any]]
+    ) -> Step:
+        where = ", ".join(str(r) for r in roots)
+        if not rows:
+            return Step(commit, subject, "skip", "no data", results=where, looks=len(roots))
+        row = _worst(rows)
+        verdict = str(row["verdict"])
+        outcome = "bad" if verdict == "slower" else "good" if verdict in GOOD_VERDICTS else "skip"
+        why = str(row.get("explanation") or "")
+        if outcome == "skip" and self.over_budget():
+            why = f"the bisect's budget ended: {why}"
+        return Step(
+            commit,
+            subject,
+            outcome,
+            verdict,
+            _num(row.get("change")),
+            _num(row.get("ci_low")),
+            _num(row.get("ci_high")),
+            int(row.get("runs") or 0),
+            where,
+            why,
+            int(row.get("looks") or len(roots)),
+        )
+
+
 def bisect(
     exp: Experiment,
     *,
@@ -187,10 +282,6 @@ def bisect(
     if budget_s is not None and not budget_s > 0:
         raise DuetError(f"--total-budget must be more than 0 seconds, got {budget_s}")
     started = time.monotonic()
-
-    def over_budget() -> bool:
-        return budget_s is not None and time.monotonic() - started >= budget_s
-
     with Trees(repo) as trees:
         good_c, bad_c = resolve(trees.repo, good), resolve(trees.repo, bad)
         if good_c == bad_c:
@@ -210,111 +301,38 @@ def bisect(
             trees.build(good_tree, build, timeout=build_timeout)
         except BuildError as exc:
             raise DuetError(f"the known-good revision {good!r} does not build: {exc}") from None
+        search = _Search(
+            exp, trees, good_c, good_tree, out_dir, build, build_timeout, record, max_looks,
+            budget_s, started,
+        )  # fmt: skip
         steps: list[Step] = []
         lo, hi, skipped = -1, len(commits) - 1, set()
         measured_bad: Step | None = None
         ended = False
 
-        def measure(i: int) -> Step | None:
-            """The candidate's step (None: the budget ended before its first comparison)."""
-            commit = commits[i]
-            subject = git(trees.repo, "log", "-1", "--format=%s", commit)
-            tree = trees.checkout(commit, f"c{i}")
-            try:
-                try:
-                    trees.build(tree, build, timeout=build_timeout)
-                except BuildError as exc:
-                    return Step(commit, subject, "skip", "build failed", why=str(exc))
-                roots: list[Path] = []
-                rows: list[dict[str, Any]] = []
-                todo = exp
-                while len(roots) < max_looks and not over_budget():
-                    name = gate_name(exp.name, good_c, commit).replace("-gate-", "-bisect-")
-                    if roots:
-                        name += f"-more{len(roots)}"
-                    title = f"duet bisect: {commit[:10]} against {good_c[:10]}"
-                    res = compare_trees(
-                        tree_experiment(todo, good_tree, tree, name), out_dir, title
-                    )
-                    if res.interrupted:
-                        raise KeyboardInterrupt
-                    if record is not None:
-                        record(res.root, good_tree, tree)
-                    roots.append(res.root)
-                    rows = combined_rows(roots)
-                    undecided = {
-                        str(r["benchmark"]).split(":", 1)[0]
-                        for r in rows
-                        if r["verdict"] in UNDECIDED
-                    }
-                    if not rows or not undecided or any(r["verdict"] == "slower" for r in rows):
-                        break  # decided; one slower benchmark marks the candidate bad
-                    # extend: measure again what the rule has not decided yet
-                    todo = replace(
-                        exp, benchmarks=tuple(b for b in exp.benchmarks if b.name in undecided)
-                    )
-                    if not todo.benchmarks:
-                        break
-                if not roots:
-                    return None
-                where = ", ".join(str(r) for r in roots)
-                if not rows:
-                    return Step(commit, subject, "skip", "no data", results=where, looks=len(roots))
-                row = _worst(rows)
-                verdict = str(row["verdict"])
-                outcome = (
-                    "bad" if verdict == "slower" else "good" if verdict in GOOD_VERDICTS else "skip"
-                )
-                why = str(row.get("explanation") or "")
-                if outcome == "skip" and over_budget():
-                    why = f"the bisect's budget ended: {why}"
-                return Step(
-                    commit,
-                    subject,
-                    outcome,
-                    verdict,
-                    _num(row.get("change")),
-                    _num(row.get("ci_low")),
-                    _num(row.get("ci_high")),
-                    int(row.get("runs") or 0),
-                    where,
-                    why,
-                    int(row.get("looks") or len(roots)),
-                )
-            finally:
-                trees.remove(tree)
+        def take(i: int) -> Step | None:
+            step = search.measure(commits[i], i)
+            if step is not None:
+                steps.append(step)
+                if on_step is not None:
+                    on_step(step)
+            return step
 
-        def take(step: Step) -> None:
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
-
-        while True:
-            i = next_candidate(len(commits), lo, hi, skipped)
-            if i is None:
-                break
-            if over_budget():
-                ended = True
-                break
-            step = measure(i)
+        while (i := next_candidate(len(commits), lo, hi, skipped)) is not None:
+            step = None if search.over_budget() else take(i)
             if step is None:
                 ended = True
                 break
-            take(step)
             if step.outcome == "bad":
                 hi, measured_bad = i, step
             elif step.outcome == "good":
                 lo = i
             else:
                 skipped.add(i)
-                ended = ended or over_budget()
+                ended = ended or search.over_budget()
         if not ended and (measured_bad is None or measured_bad.commit != commits[hi]):
             # the first bad commit is --bad itself: measure it for its interval
-            step = measure(hi)
-            if step is None:
-                ended = True
-            else:
-                take(step)
+            ended = take(hi) is None
         open_range = [commits[j] for j in range(lo + 1, hi + 1)]
         last = next((s for s in reversed(steps) if s.commit == commits[hi]), None)
         found = last is not None and last.outcome == "bad" and hi == lo + 1
