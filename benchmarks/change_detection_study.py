@@ -27,6 +27,20 @@ noisy machine (absolute series 3 %)? It varies the comparisons' 95 % interval wi
 do not show (as a multiple of ``paired_sd``):
 
     python3 benchmarks/change_detection_study.py --sweep      # 100 histories per cell
+
+``--stopped`` is the case of steps that carry their experiment's own verdict
+(docs/history.md, "Change detection"): every direct comparison is measured run by run
+until a stopping rule stops it (duetbench.history.synthetic.stopped_series), on a
+shared machine whose run spread differs from one comparison to the next. Two rules:
+`duet gate`'s (``until: decided``, threshold 2 %, a confidence sequence, at most 20
+runs) and a fixed-n verdict of 3 runs (95 % t interval, threshold 0). For each,
+detection judging a step on its verdict (the default) and re-testing its runs only
+(``use_evidence=False``, the detection before schema 3): precision / recall, the
+recall among the steps the rule stopped early (before its last run), and the rate at
+which steps without a change (A/A, histories without any step) become changes, beside
+the rule's nominal rate (1 - confidence):
+
+    python3 benchmarks/change_detection_study.py --stopped    # 100 histories per cell
 """
 
 from __future__ import annotations
@@ -191,6 +205,88 @@ def sweep(count: int, versions: int, st: DetectionSettings) -> None:
             print(f"| {width:.1%} | {hidden:g} x sd | " + " | ".join(cells) + " |")
 
 
+STOPPED_SIZES = (0.02, 0.04, 0.08)
+#: (name, StopRule keywords, run spread per comparison: log-uniform between, basis)
+STOPPED_RULES = (
+    (
+        "gate: until decided, threshold 2 %, max 20 runs",
+        {"until": "decided", "threshold": 0.02, "max_runs": 20},
+        (0.003, 0.02),
+        "rule",
+    ),
+    (
+        "fixed-n: 3 runs, 95 % t interval, threshold 2 %",
+        {
+            "until": "decided",
+            "threshold": 0.02,
+            "design": "group",
+            "groups": 1,
+            "min_runs": 3,
+            "max_runs": 3,
+        },
+        (0.002, 0.01),
+        "fixed",
+    ),
+    (
+        "fixed-n: 3 runs, 95 % t interval, threshold 0 (re-tested: the verdict is not used)",
+        {"until": "decided", "design": "group", "groups": 1, "min_runs": 3, "max_runs": 3},
+        (0.002, 0.01),
+        "fixed",
+    ),
+)
+
+
+def stopped(count: int, versions: int) -> None:
+    """Detection on steps stopped by a rule: judged on their verdicts, or re-tested."""
+    from duetbench.adaptive.rules import StopRule
+    from duetbench.history.synthetic import stopped_series
+
+    print(f"# stopped steps: {count} histories x {versions} versions per cell, 3 steps each\n")
+    for name, kw, spread, basis in STOPPED_RULES:
+        rule = StopRule.create(**kw)
+        print(f"## {name}; run spread {spread[0]:.1%}-{spread[1]:.1%} per comparison\n")
+        print(
+            "| detection | "
+            + " | ".join(f"{s:.0%} P / R (early-stopped R)" for s in STOPPED_SIZES)
+            + " | A/A steps that became changes |"
+        )
+        print("|---|" + "---|" * (len(STOPPED_SIZES) + 1))
+        for label, st in (
+            ("on the step's verdict", DetectionSettings()),
+            ("re-testing its runs", DetectionSettings(use_evidence=False)),
+        ):
+            cells = []
+            for size in STOPPED_SIZES:
+                tp = fp = fn = early = early_found = 0
+                for k in range(count):
+                    rng = np.random.default_rng([k, round(size * 1000), 28])
+                    h = History(versions=versions, steps=random_steps(rng, versions, 3, size))
+                    s = stopped_series(h, rule, spread, k * 7919 + round(size * 1000), basis)
+                    found = ours(st)(s)
+                    true = {a for a, _ in h.steps}
+                    tp += len(found & true)
+                    fp += len(found - true)
+                    fn += len(true - found)
+                    for a in true:
+                        step = s.steps[a - 1]
+                        if step.runs < rule.max_runs:
+                            early += 1
+                            early_found += a in found
+                p = tp / (tp + fp) if tp + fp else float("nan")
+                er = f"{early_found / early:.2f} of {early}" if early else "none"
+                cells.append(f"{p:.2f} / {tp / (tp + fn):.2f} ({er})")
+            false = steps = 0
+            for k in range(count):
+                h = History(versions=versions)
+                s = stopped_series(h, rule, spread, 104729 + k, basis)
+                false += len(ours(st)(s))
+                steps += len(s.steps)
+            nominal = 1 - rule.confidence
+            aa = f"{false} of {steps} = {false / steps:.2%} (nominal {nominal:.0%})"
+            print(f"| {label} | " + " | ".join(cells) + f" | {aa} |")
+        print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -199,11 +295,17 @@ def main() -> None:
     ap.add_argument("--histories", type=int, default=100)
     ap.add_argument("--versions", type=int, default=60)
     ap.add_argument("--sweep", action="store_true", help="precision / recall against CI width")
+    ap.add_argument(
+        "--stopped", action="store_true", help="steps stopped by a rule, judged on their verdicts"
+    )
     args = ap.parse_args()
     count = 20 if args.quick else args.histories
     st = DetectionSettings()
     if args.sweep:
         sweep(count, args.versions, st)
+        return
+    if args.stopped:
+        stopped(count, args.versions)
         return
     candidates: dict[str, Detector | None] = {
         "duetbench (paired + absolute)": ours(st),

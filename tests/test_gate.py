@@ -342,3 +342,90 @@ def test_uncommitted_changes_are_named_not_silently_left_out(tmp_path: Path) -> 
     dirty = duet(repo, "gate", "--base", "c0", "--build", "exit 3", "duet.yml")
     assert dirty.returncode == 2 and "uncommitted changes (e.g. work.txt)" in dirty.stderr
     assert git(repo, "rev-parse", "HEAD")[:10] in dirty.stderr
+
+
+SHORT = """experiment:
+  name: gate
+  repetitions: {aduet: 1}
+benchmarks:
+  work:
+    iterations: 3
+    command: "sleep $(cat build/work.txt)"
+"""
+
+
+def test_bisect_extends_an_inconclusive_candidate_instead_of_skipping_it(tmp_path: Path) -> None:
+    # c0 at 50 ms, c1 .. c3 at 65 ms. At --max-runs 4 every comparison ends inconclusive
+    # (the confidence sequence first looks at 5 runs): the candidate that splits the
+    # range, c1, is measured again and judged on the runs of both comparisons, never
+    # skipped (slower candidates only: an equivalent one takes many runs on a busy machine)
+    repo = make_repo(tmp_path, [50.0] + [65.0] * 3)
+    (repo / "duet.yml").write_text(SHORT)
+    p = duet(
+        repo,
+        "bisect",
+        "--good",
+        "c0",
+        "--bad",
+        "c3",
+        "--build",
+        BUILD,
+        "duet.yml",
+        "-o",
+        tmp_path / "r",
+        "--max-runs",
+        "4",
+        "--threshold",
+        "10%",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    c1 = git(repo, "rev-parse", "c1")
+    assert f"first bad commit: {c1}" in p.stdout
+    assert " skip " not in p.stdout
+    step = p.stdout.splitlines()[0]
+    assert step.startswith(f"{c1[:10]} bad  slower +") and " comparisons)" in step, p.stdout
+    # every comparison of the candidates is kept, the extensions named -more1, ...
+    assert any(d.name.endswith("-more1") for d in (tmp_path / "r").iterdir())
+
+
+def test_a_bisect_whose_budget_ends_prints_the_range_left_with_its_evidence(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path, [50.0] * 2 + [65.0] * 3)
+    (repo / "duet.yml").write_text(SHORT)
+    p = duet(
+        repo,
+        "bisect",
+        "--good",
+        "c0",
+        "--bad",
+        "c4",
+        "--build",
+        BUILD,
+        "duet.yml",
+        "-o",
+        tmp_path / "r",
+        "--max-runs",
+        "5",
+        "--threshold",
+        "10%",
+        "--total-budget",
+        "1s",  # over after the first comparison, of c2 (5 runs)
+    )
+    assert p.returncode == 3, p.stdout + p.stderr
+    out = p.stdout
+    commits = [git(repo, "rev-parse", f"c{i}") for i in range(1, 5)]
+    evidence = out.split("evidence, against the good build")[1]
+    # the one candidate measured, with its verdict and interval: c2 is slower (the range
+    # left is c1..c2), or on a machine too busy for 5 runs to decide, inconclusive
+    (line,) = [x for x in evidence.splitlines() if x.startswith(commits[1][:10])]
+    assert "[" in line and "%" in line and "(5 runs)" in line, out
+    left = commits[:2] if " bad  slower " in line else commits
+    assert "skip inconclusive" in line or left == commits[:2], out
+    head = f"the first bad commit is one of these {len(left)} (the --total-budget ended; never"
+    assert head in out
+    listed = out.split(head)[1].split("evidence")[0]
+    assert [x.strip() for x in listed.splitlines()[1:] if x.strip()] == left
+    assert "(--bad) not measured" in evidence
+    assert "Traceback" not in p.stderr
+    assert git(repo, "worktree", "list").count("\n") == 0

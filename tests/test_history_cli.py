@@ -496,3 +496,54 @@ def test_gc_removes_what_a_killed_add_left(tmp_path: Path) -> None:
     assert len(list((tmp_path / "r.sqlite-tables").rglob("*.parquet"))) == 1
     assert [e["version_b"] for e in history_json("list", "--repo", repo)["experiments"]] == ["v0"]
     assert len(history_json("show", "--repo", repo, "--benchmark", "parse")["series"]) >= 1
+
+
+STOPPED = """\
+experiment:
+  name: stopped
+  seed: 3
+  repetitions: {seqn: 1}
+  stop: {until: decided, threshold: 2%, max_runs: 10}
+benchmarks:
+  ab: {iterations: 4, A: {command: "sleep 0.01"}, B: {command: "sleep 0.013"}}
+"""
+
+
+def test_a_step_a_stopping_rule_decided_is_a_change_with_its_interval(tmp_path: Path) -> None:
+    """An adaptive experiment added to the repository keeps its rule's interval and
+    verdict (schema 3), and `duet history changes` reports the step on that evidence --
+    one experiment of a few runs is enough, as the rule decided."""
+    (tmp_path / "duet.yml").write_text(STOPPED)
+    r = run_duet("run", str(tmp_path / "duet.yml"), "-o", str(tmp_path / "res"), "--no-compare")
+    assert r.returncode == 0, r.stderr
+    results = tmp_path / "res" / "stopped"
+    stops = json.loads((results / "stops.json").read_text())["stops"]["ab/seqn"]
+    decision = stops["decisions"]["ab"]
+    # 10 against 13 ms sleeps, one after the other (sleeps hardly feel the load; no
+    # duet run to be left out as unbalanced): decided on a busy machine too
+    assert decision["verdict"] == "slower", stops
+    repo = str(tmp_path / "perf.sqlite")
+    duet_ok("history", "add", str(results), "--repo", repo, "--versions", "A=v1,B=v2")
+    with Repository.open(repo, create=False) as opened:
+        (row,) = opened.results().to_dict("records")
+    assert (row["basis"], row["verdict"], row["stop_reason"]) == (
+        "rule",
+        "slower",
+        stops["stopped"],
+    )
+    assert (row["confidence"], row["threshold"]) == (0.95, 0.02)
+    assert row["ci_low"] == pytest.approx(decision["low"], rel=1e-9)
+    assert row["ci_high"] == pytest.approx(decision["high"], rel=1e-9)
+    doc = history_json("changes", "--repo", repo)
+    (change,) = doc["changes"]
+    assert (change["first_bad"], change["direction"], change["source"]) == (
+        "v2",
+        "slower",
+        "paired",
+    )
+    for mine, rules in (("change", "estimate"), ("ci_low", "low"), ("ci_high", "high")):
+        assert change[mine] == pytest.approx(decision[rules], abs=1e-9), mine  # the gate's
+    assert "slower by its stopping rule, 95 % interval" in change["evidence"]
+    shown = history_json("show", "--repo", repo, "--benchmark", "ab")
+    evidence = shown["series"][0]["paired"][0]["evidence"]
+    assert (evidence["basis"], evidence["verdict"]) == ("rule", "slower")

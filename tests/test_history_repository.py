@@ -265,6 +265,7 @@ def test_a_schema_1_repository_is_migrated(tmp_path: Path) -> None:
         assert [r[0] for r in repo.db.all("SELECT version FROM schema_version ORDER BY 1")] == [
             1,
             2,
+            3,
         ]
         repo.add(
             sim_experiment(1),
@@ -273,8 +274,33 @@ def test_a_schema_1_repository_is_migrated(tmp_path: Path) -> None:
         )
         mark = repo.mark("parse", "v1.1", "exclude", "flaky build")  # the table schema 2 added
         assert repo.marks() == [mark]
+        # schema 3: what the verdict rests on (a table's: a fixed-n verdict at 95 %)
+        (row,) = repo.results().to_dict("records")
+        assert (row["basis"], row["stop_reason"], row["confidence"]) == ("fixed", None, 0.95)
     with Repository.open(path) as repo:  # opening again migrates nothing
-        assert repo.db.one("SELECT COUNT(*) FROM schema_version")[0] == 2
+        assert repo.db.one("SELECT COUNT(*) FROM schema_version")[0] == 3
+
+
+def test_a_schema_2_repository_keeps_its_results_without_evidence(
+    repo_url: str, tmp_path: Path
+) -> None:
+    """A repository of schema 2 (SQLite and PostgreSQL) gains the evidence columns; its
+    rows keep them empty, so change detection re-tests them from their runs as before."""
+    with Repository.open(repo_url) as repo:
+        repo.add(sim_experiment(1), {"A": Version("v1"), "B": Version("v2")})
+        with repo.db.transaction():  # back to schema 2, as an older duetbench left it
+            for column in ("basis", "stop_reason", "confidence", "threshold"):
+                repo.db.execute(f"ALTER TABLE results DROP COLUMN {column}")
+            repo.db.execute("DELETE FROM schema_version WHERE version = 3")
+    with Repository.open(repo_url) as repo:
+        versions = repo.db.all("SELECT version FROM schema_version ORDER BY 1")
+        assert [r[0] for r in versions] == [1, 2, 3]
+        (old,) = repo.results().to_dict("records")
+        assert old["basis"] is None and np.isnan(old["confidence"])
+        assert old["verdict"] and np.isfinite(old["ci_low"])  # the rest is kept
+        repo.add(sim_experiment(2, slowdown=0.05), {"A": Version("v2"), "B": Version("v3")})
+        new = repo.results().set_index("version_b").loc["v3"]
+        assert (new["basis"], new["verdict"], new["threshold"]) == ("fixed", "slower", 0.0)
 
 
 def test_export_reads_back_in_duckdb(repo_url: str, tmp_path: Path) -> None:

@@ -22,7 +22,14 @@ from ..analysis.paired_runs import run_level_values
 from ..options import CompareOptions
 from .rules import StopRule, decide, with_first_look
 
-__all__ = ["adaptive_rows", "analysed_values", "explain", "stop_entries", "stop_rule"]
+__all__ = [
+    "adaptive_rows",
+    "analysed_values",
+    "entry_for",
+    "explain",
+    "stop_entries",
+    "stop_rule",
+]
 
 
 def explain(decision: Any, stopped: str | None) -> str:
@@ -58,7 +65,7 @@ def _rule(entry: Mapping[str, Any]) -> StopRule:
     )
 
 
-def _entry_for(entries: dict[tuple[str, str], Mapping[str, Any]], bench: str, method: str) -> Any:
+def entry_for(entries: dict[tuple[str, str], Mapping[str, Any]], bench: str, method: str) -> Any:
     if (bench, method) in entries:
         return entries[(bench, method)]
     base = bench.split(":", 1)[0]  # a workload of a multi-workload suite: bench:workload
@@ -111,7 +118,7 @@ def adaptive_rows(
     drop: list[Any] = []
     for i, r in out.iterrows():
         bench, method = str(r["benchmark"]), str(r["method"])
-        entry = _entry_for(entries, bench, method)
+        entry = entry_for(entries, bench, method)
         if entry is None or (bench, method) not in runs_of:
             continue
         stopped = entry.get("stopped")

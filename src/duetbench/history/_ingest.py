@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..adaptive.results import entry_for, stop_entries, stop_rule
 from ..analysis._table import Iterations
 from ..analysis.compare import CompareOptions, filtered, unit_extras
 from ..analysis.paired_runs import paired_runs
@@ -191,8 +192,36 @@ def analyse(data: ExperimentData, options: CompareOptions | None = None) -> Anal
     except DuetError as exc:
         raise HistoryError(f"{data.source}: cannot analyse the experiment: {exc}") from None
     per_run = _run_table(itf, runs)
+    results = _with_basis(results, data.stops)
     results = results.merge(_levels(per_run), on=list(SERIES_BY), how="left")
     return Analysis(results=results, run_values=per_run, options=replace(opts))
+
+
+def _with_basis(rows: pd.DataFrame, stops: Mapping[str, Any] | None) -> pd.DataFrame:
+    """``rows`` with what each verdict rests on (schema 3): ``basis`` ``rule`` where an
+    adaptive experiment's stopping rule gave the row its interval (``stop_reason``: why
+    it stopped; ``confidence``/``threshold``: the rule's), else ``fixed`` (the fixed-n
+    verdict's own confidence and threshold)."""
+    out = rows.copy()
+    entries = stop_entries(stops)
+    basis, reason, conf, thr = [], [], [], []
+    stopped = out["stop"] if "stop" in out.columns else pd.Series([""] * len(out), index=out.index)
+    for (_, r), stop in zip(out.iterrows(), stopped, strict=True):
+        entry = entry_for(entries, str(r["benchmark"]), str(r["method"]))
+        if entry is not None and isinstance(stop, str) and stop:
+            rule = stop_rule(entry)
+            basis.append("rule")
+            reason.append(stop)
+            conf.append(float(rule.confidence))
+            thr.append(float(rule.threshold))
+        else:
+            basis.append("fixed")
+            reason.append(None)
+            conf.append(_plain(r.get("confidence")))
+            thr.append(_plain(r.get("threshold")))
+    out["basis"], out["stop_reason"] = basis, reason
+    out["confidence"], out["threshold"] = conf, thr
+    return out
 
 
 def _measure(config: Mapping[str, Any] | None) -> str:

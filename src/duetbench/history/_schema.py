@@ -15,7 +15,7 @@ from datetime import datetime
 from ._db import Database, HistoryError
 
 FORMAT = "duetbench-history"
-CURRENT_VERSION = 2
+CURRENT_VERSION = 3
 #: PostgreSQL advisory lock taken while creating or migrating (any constant unique to us)
 _PG_LOCK = 0x6475_6574_6869
 
@@ -91,7 +91,23 @@ def _migrate_1_to_2(db: Database) -> None:
     db.execute("CREATE INDEX marks_benchmark ON marks (benchmark)")
 
 
-MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _migrate_1_to_2}
+def _migrate_2_to_3(db: Database) -> None:
+    """Schema 3: what a result's verdict rests on, so that change detection can accept a
+    step on its own evidence (docs/history.md, "Change detection"): ``basis`` is ``rule``
+    (an adaptive experiment's stopping rule: ``ci_low``/``ci_high`` are the interval it
+    stopped on, ``stop_reason`` why it stopped) or ``fixed`` (a fixed-n verdict); ``confidence``
+    and ``threshold`` are the verdict's. Rows added before stay NULL: they carry no
+    evidence of their own and are re-tested from their runs, as before."""
+    for column in (
+        "basis TEXT",
+        "stop_reason TEXT",
+        "confidence DOUBLE PRECISION",
+        "threshold DOUBLE PRECISION",
+    ):
+        db.execute(f"ALTER TABLE results ADD COLUMN {column}")
+
+
+MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _migrate_1_to_2, 3: _migrate_2_to_3}
 OUR_TABLES = frozenset(
     {"repository", "schema_version", "versions", "hosts", "experiments", "results", "marks"}
 )

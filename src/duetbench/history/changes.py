@@ -7,7 +7,11 @@ comparison's own, widened by the between-experiment spread the neighbouring step
 show (a robust estimate from the ``window`` steps on each side), so a machine whose
 duets vary more from day to day than their intervals say does not raise alarms. A
 change immediately undone by the next step (same size, opposite sign) is a spike:
-one version that measured slow, not a change.
+one version that measured slow, not a change. A step that is one experiment's and
+carries that experiment's own ``slower``/``faster`` verdict (a stopping rule's interval
+or a fixed-n verdict's, :class:`~duetbench.history.series.Evidence`) is a change on
+that evidence when its interval, widened by the same between-experiment spread, still
+excludes 0; otherwise it is tested as above.
 
 Absolute series (:func:`detect_absolute`): a scan from the oldest version on. At
 each version the medians of the ``window`` levels before and after are compared,
@@ -52,7 +56,7 @@ from .findings import (
 )
 from .fingerprint import differences
 from .repository import Mark, Repository
-from .series import Level, Series, SeriesKey, Step, build_series, order_versions
+from .series import Evidence, Level, Series, SeriesKey, Step, build_series, order_versions
 
 MAD_SCALE = 1.4826  # MAD -> standard deviation of a normal
 REPORT_CONFIDENCE = 0.95
@@ -69,6 +73,8 @@ class _Hit:
     final: bool
     evidence: str
     experiments: tuple[int, ...] = ()
+    #: the interval reported (log), when not log_change +- z x se: a verdict's own
+    bounds: tuple[float, float] | None = None
 
 
 def _local_se(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
@@ -79,8 +85,7 @@ def _local_se(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
     if len(idx) < 4:
         return float(se[i])
     typical = float(np.median(se[idx] ** 2))
-    spread = MAD_SCALE * np.median(np.abs(d[idx] - np.median(d[idx])))
-    tau2 = max(0.0, spread**2 - typical)
+    tau2 = _hidden_spread(d, se, i, window)
     # a standard error from a few runs is itself noisy: one far below its neighbours'
     # (comparisons of the same benchmark on the same machine) is not trusted
     return float(np.sqrt(max(se[i] ** 2, typical) + tau2))
@@ -97,11 +102,23 @@ def detect_paired(
     d = np.array([s.log_ratio for s in steps])
     se = np.array([max(s.se, 1e-12) for s in steps])
     s_loc = np.array([_local_se(d, se, i, st.window) for i in range(n)])
-    z = d / s_loc
     # each step's standard error is estimated from its runs: Student's t, not the normal
     dof = np.array([max(1, s.runs - len(s.experiments)) for s in steps], dtype=float)
     crit = student_t.isf(st.alpha / 2, dof)
-    cand = (np.abs(z) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
+    cand = (np.abs(d / s_loc) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
+    # a step whose experiment decided `slower` or `faster` is a change on that evidence
+    # when its neighbours' spread confirms it; else its runs are re-tested as above
+    accepted = np.zeros(n, dtype=bool)
+    bounds: dict[int, tuple[float, float]] = {}
+    context = d.copy()  # the neighbours as their runs measured them
+    for i, s in enumerate(steps):
+        judged = _on_evidence(s, context, se, i, st)
+        if judged is None or not judged.accepted or abs(np.expm1(judged.estimate)) < st.min_change:
+            continue
+        d[i], s_loc[i], crit[i] = judged.estimate, judged.se, judged.critical
+        bounds[i] = (judged.low, judged.high)
+        accepted[i] = cand[i] = True
+    z = d / s_loc
     hits: list[_Hit] = []
     spikes: list[tuple[int, float, str]] = []
 
@@ -149,6 +166,9 @@ def detect_paired(
         if adjacent:
             after = f"; next step {_pct(steps[i + 1].change)}"
         verdicts = ", ".join(sorted(set(s.verdicts))) or "n/a"
+        how = f"z = {z[i]:.1f}, {s.runs} runs"
+        if accepted[i] and s.evidence is not None:
+            how = _evidence_text(s.evidence, s.runs, bounds[i])
         hits.append(
             _Hit(
                 index=i,
@@ -159,14 +179,104 @@ def detect_paired(
                 final=adjacent and i + st.window < n,
                 evidence=(
                     f"direct comparison {s.before} -> {s.after}: {_pct(np.expm1(d[i]))} "
-                    f"(z = {z[i]:.1f}, {s.runs} runs, experiment(s) "
+                    f"({how}, experiment(s) "
                     f"{', '.join(f'#{e}' for e in s.experiments)}, verdict {verdicts}){after}"
                 ),
                 experiments=s.experiments,
+                bounds=bounds.get(i),
             )
         )
         i += 1
     return hits, spikes
+
+
+_CHANGED = ("slower", "faster")
+
+
+def _decided(s: Step, st: DetectionSettings) -> bool:
+    """Whether the step carries its experiment's own verdict of a change (``slower`` or
+    ``faster``, beyond the experiment's threshold) that detection judges it by, instead
+    of re-testing its runs: a stopping rule's (its run count depends on the values, so a
+    t test of its runs would not hold; the rule had decided), or a fixed-n verdict at a
+    practical threshold above 0."""
+    ev = s.evidence
+    return (
+        st.use_evidence
+        and ev is not None
+        and ev.verdict in _CHANGED
+        # a fixed-n verdict without a threshold is the t test of the same runs at a laxer
+        # level: re-tested at alpha (valid for a fixed n), not taken at 1 - confidence
+        and (ev.basis == "rule" or ev.threshold > 0)
+        and bool(np.isfinite(ev.log_low + ev.log_high))
+    )
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A step judged on its experiment's own verdict (log scale)."""
+
+    estimate: float
+    se: float  # the interval's half-width / z, widened
+    critical: float  # z at the verdict's confidence
+    low: float  # the widened interval
+    high: float
+    accepted: bool
+
+
+def _on_evidence(
+    s: Step, d: np.ndarray, se: np.ndarray, i: int, st: DetectionSettings
+) -> _Judged | None:
+    """A step judged on its own verdict (None: it carries no ``slower``/``faster``
+    verdict; its runs are re-tested).
+
+    The experiment's interval at its confidence c, half-width h (log), is read as
+    +- z_c x (h / z_c) around its estimate. The spread its neighbours show beyond their
+    own standard errors (between-experiment variation no interval sees, tau) widens it:
+    each end moves out by z_c (sqrt((h / z_c)^2 + tau^2) - h / z_c). The step is a
+    change when the widened interval still excludes 0 on the side of its verdict (and,
+    as every change, its estimate is at least ``min_change``). With no hidden spread
+    that is the verdict itself: at most ``1 - c`` of the steps without a change are
+    taken for one, the nominal rate of the rule (or of the fixed-n interval), and far
+    fewer at a threshold above 0."""
+    if not _decided(s, st):
+        return None
+    ev = s.evidence
+    assert ev is not None
+    q = float(norm.isf((1 - ev.confidence) / 2))
+    half = (ev.log_high - ev.log_low) / 2
+    own = max(half / q, 1e-12)
+    s_ev = float(np.hypot(own, np.sqrt(_hidden_spread(d, se, i, st.window))))
+    extra = q * (s_ev - own)
+    low, high = ev.log_low - extra, ev.log_high + extra
+    ok = low > 0 if ev.verdict == "slower" else high < 0
+    return _Judged(ev.estimate, s_ev, q, low, high, bool(ok))
+
+
+def _hidden_spread(d: np.ndarray, se: np.ndarray, i: int, window: int) -> float:
+    """The variance between experiments that the neighbouring steps (``window`` on each
+    side) show beyond their own standard errors (0 with fewer than 4 neighbours)."""
+    lo, hi = max(0, i - window), min(len(d), i + window + 1)
+    idx = np.r_[lo:i, i + 1 : hi]
+    if len(idx) < 4:
+        return 0.0
+    typical = float(np.median(se[idx] ** 2))
+    spread = MAD_SCALE * np.median(np.abs(d[idx] - np.median(d[idx])))
+    return max(0.0, float(spread**2) - typical)
+
+
+def _evidence_text(ev: Evidence, runs: int, bounds: tuple[float, float]) -> str:
+    how = "stopping rule" if ev.basis == "rule" else "fixed-n verdict"
+    widened = ""
+    if bounds[1] - bounds[0] - (ev.log_high - ev.log_low) > 1e-3:  # at least 0.1 % wider
+        widened = (
+            f"; widened by the neighbours' spread to "
+            f"[{_pct(np.expm1(bounds[0]))}, {_pct(np.expm1(bounds[1]))}]"
+        )
+    return (
+        f"{ev.verdict} by its {how}, {ev.confidence * 100:g} % interval "
+        f"[{_pct(np.expm1(ev.log_low))}, {_pct(np.expm1(ev.log_high))}]"
+        f"{widened}, {runs} runs"
+    )
 
 
 # ---------------------------------------------------------------------- absolute series
@@ -284,6 +394,12 @@ def _hit_change(s: Series, h: _Hit, before: str | None, source: str, evidence: s
 
 
 def _interval(h: _Hit) -> tuple[float, float, float]:
+    if h.bounds is not None:  # a verdict's own interval (widened by the neighbours' spread)
+        return (
+            float(np.expm1(h.log_change)),
+            float(np.expm1(h.bounds[0])),
+            float(np.expm1(h.bounds[1])),
+        )
     q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
     return (
         float(np.expm1(h.log_change)),

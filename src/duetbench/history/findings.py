@@ -18,13 +18,17 @@ class DetectionSettings:
     """``alpha``: two-sided level per step of the paired series; ``alpha_absolute``: the
     same for the absolute scan; ``min_change``: smallest relative change reported;
     ``window``: versions on each side used for local noise and medians;
-    ``min_segment``: versions a level must hold to count (absolute series)."""
+    ``min_segment``: versions a level must hold to count (absolute series);
+    ``use_evidence``: judge a step that carries its experiment's own verdict and interval
+    (a stopping rule's, or a fixed-n verdict's) on that, instead of re-testing its runs
+    at ``alpha``."""
 
     alpha: float = 0.002
     alpha_absolute: float = 0.0002
     min_change: float = 0.01
     window: int = 10
     min_segment: int = 3
+    use_evidence: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 1 or not 0 < self.alpha_absolute < 1:
@@ -49,6 +53,7 @@ class DetectionSettings:
             "min_change": self.min_change,
             "window": self.window,
             "min_segment": self.min_segment,
+            "use_evidence": self.use_evidence,
         }
 
 

@@ -323,12 +323,15 @@ class Repository:
                 )
                 + (str(r["verdict"]),)
                 + tuple(_num(r[c]) for c in ("level_a", "level_a_se", "level_b", "level_b_se"))
+                + (r.get("basis"), r.get("stop_reason") or None)
+                + (_num(r.get("confidence")), _num(r.get("threshold")))
             )
         db.executemany(
             "INSERT INTO results (experiment_id, suite, benchmark, method, host_id, version_a, "
             "version_b, mean_a_ns, mean_b_ns, change, ci_low, ci_high, p_value, runs, pairs, "
-            "verdict, level_a, level_a_se, level_b, level_b_se) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "verdict, level_a, level_a_se, level_b, level_b_se, basis, stop_reason, "
+            "confidence, threshold) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         db.executemany(
@@ -449,7 +452,8 @@ class Repository:
             "SELECT r.experiment_id, e.added_ns, r.suite, r.benchmark, r.method, "
             "h.fingerprint AS host, va.label AS version_a, vb.label AS version_b, "
             "r.mean_a_ns, r.mean_b_ns, r.change, r.ci_low, r.ci_high, r.p_value, r.runs, r.pairs, "
-            "r.verdict, r.level_a, r.level_a_se, r.level_b, r.level_b_se "
+            "r.verdict, r.level_a, r.level_a_se, r.level_b, r.level_b_se, r.basis, r.stop_reason, "
+            "r.confidence, r.threshold "
             "FROM results r JOIN experiments e ON e.id = r.experiment_id "
             "JOIN hosts h ON h.id = r.host_id "
             "JOIN versions va ON va.id = r.version_a JOIN versions vb ON vb.id = r.version_b"
@@ -460,7 +464,10 @@ class Repository:
             cur = self.db.execute(sql, params)
             names = [d[0] for d in cur.description]
             rows = cur.fetchall()
-        return pd.DataFrame([tuple(r) for r in rows], columns=names)
+        out = pd.DataFrame([tuple(r) for r in rows], columns=names)
+        for c in ("confidence", "threshold"):  # NULL before schema 3: still a number column
+            out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+        return out
 
     def run_values(self, experiment_id: int | None = None) -> pd.DataFrame:
         """The run-level values (log of B/A per run, pairs, each side's median) of the

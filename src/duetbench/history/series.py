@@ -19,7 +19,7 @@ else in the order the repository first saw them (docs/history.md, "Series").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,84 @@ class SeriesKey:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What one experiment itself concluded about a step (schema 3): its verdict and the
+    interval it rests on, as log ratios of B to A. ``basis``: ``rule`` (an adaptive
+    experiment's stopping rule, ``stop`` why it stopped) or ``fixed`` (a fixed-n verdict)."""
+
+    basis: str
+    verdict: str
+    log_low: float
+    log_high: float
+    confidence: float
+    threshold: float
+    experiment: int
+    stop: str | None = None
+    log_estimate: float | None = None  # the verdict's own estimate (None: the centre)
+
+    def negated(self) -> Evidence:
+        """The same evidence for the sides the other way round."""
+        flip = {"slower": "faster", "faster": "slower"}
+        return replace(
+            self,
+            verdict=flip.get(self.verdict, self.verdict),
+            log_low=-self.log_high,
+            log_high=-self.log_low,
+            log_estimate=None if self.log_estimate is None else -self.log_estimate,
+        )
+
+    @property
+    def estimate(self) -> float:
+        """The log ratio the verdict states (the interval's centre when none is stored)."""
+        if self.log_estimate is not None and np.isfinite(self.log_estimate):
+            return self.log_estimate
+        return (self.log_low + self.log_high) / 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "basis": self.basis,
+            "verdict": self.verdict,
+            "low": float(np.expm1(self.log_low)),
+            "high": float(np.expm1(self.log_high)),
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "experiment": self.experiment,
+            "stop": self.stop,
+        }
+
+
+def evidence_of(row: Any) -> Evidence | None:
+    """A results row's own evidence (a row of :meth:`Repository.results`), or None: added
+    before schema 3, imported, or without a finite interval."""
+    basis = getattr(row, "basis", None)
+    if basis not in ("rule", "fixed"):
+        return None
+    try:
+        low, high = float(row.ci_low), float(row.ci_high)
+        conf, thr = float(row.confidence), float(row.threshold or 0.0)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(low) and np.isfinite(high) and low > -1 and 0 < conf < 1):
+        return None
+    stop = getattr(row, "stop_reason", None)
+    try:
+        change = float(row.change)
+    except (TypeError, ValueError):
+        change = float("nan")
+    return Evidence(
+        str(basis),
+        str(row.verdict),
+        float(np.log1p(low)),
+        float(np.log1p(high)),
+        conf,
+        thr if np.isfinite(thr) else 0.0,
+        int(row.experiment_id),
+        stop if isinstance(stop, str) and stop else None,
+        float(np.log1p(change)) if np.isfinite(change) and change > -1 else None,
+    )
+
+
+@dataclass(frozen=True)
 class Step:
     """The direct comparison of ``before`` (A) with ``after`` (B): log(B / A) and its
     standard error; ``experiments`` combined by inverse-variance weights."""
@@ -59,6 +137,9 @@ class Step:
     runs: int
     experiments: tuple[int, ...]
     verdicts: tuple[str, ...] = ()
+    #: the experiment's own verdict and interval when the step is one experiment's that
+    #: carries them (schema 3); change detection accepts a step on it
+    evidence: Evidence | None = None
 
     @property
     def change(self) -> float:
@@ -136,6 +217,7 @@ class Series:
                     "runs": s.runs,
                     "experiments": list(s.experiments),
                     "verdicts": list(s.verdicts),
+                    "evidence": None if s.evidence is None else s.evidence.to_json(),
                 }
                 for s in self.steps
             ],
@@ -204,6 +286,11 @@ def build_series(
     return out
 
 
+#: one experiment's comparison of a pair: (log ratio, its standard error, runs, experiment,
+#: verdict, its own evidence)
+_Found = tuple[float, float, int, int, str, Evidence | None]
+
+
 def _steps(
     key: SeriesKey,
     rows: pd.DataFrame,
@@ -213,7 +300,7 @@ def _steps(
     """Direct comparisons of adjacent versions; an excluded version is bridged by adding
     the two steps around it (log ratios add along a chain)."""
     pos = {v: i for i, v in enumerate(ordered)}
-    found: dict[tuple[str, str], list[tuple[float, float, int, int, str]]] = {}
+    found: dict[tuple[str, str], list[_Found]] = {}
     for r in rows.itertuples(index=False):
         a, b = r.version_a, r.version_b
         if a == b:
@@ -223,7 +310,9 @@ def _steps(
         )
         if not (np.isfinite(est) and np.isfinite(se)) or n < 2:
             continue
-        found.setdefault((a, b), []).append((est, se, n, int(r.experiment_id), str(r.verdict)))
+        found.setdefault((a, b), []).append(
+            (est, se, n, int(r.experiment_id), str(r.verdict), evidence_of(r))
+        )
     # single steps between direct neighbours, or bridging excluded versions
     steps = []
     for i in range(1, len(ordered)):
@@ -236,13 +325,14 @@ def _steps(
     return steps
 
 
-def _combine(
-    a: str,
-    b: str,
-    forward: list[tuple[float, float, int, int, str]],
-    backward: list[tuple[float, float, int, int, str]],
-) -> Step | None:
-    items = forward + [(-e, s, n, x, v) for e, s, n, x, v in backward]
+def _combine(a: str, b: str, forward: list[_Found], backward: list[_Found]) -> Step | None:
+    """The step a -> b from the experiments that compared them (inverse-variance weights);
+    one experiment's own evidence is kept (several are re-tested from their runs)."""
+    flipped = {"slower": "faster", "faster": "slower"}
+    items = forward + [
+        (-e, s, n, x, flipped.get(v, v), None if ev is None else ev.negated())
+        for e, s, n, x, v, ev in backward
+    ]
     if not items:
         return None
     est = np.array([i[0] for i in items])
@@ -256,13 +346,14 @@ def _combine(
         runs=int(sum(i[2] for i in items)),
         experiments=tuple(sorted(i[3] for i in items)),
         verdicts=tuple(i[4] for i in items),
+        evidence=items[0][5] if len(items) == 1 else None,
     )
 
 
 def _bridge(
     a: str,
     b: str,
-    found: Mapping[tuple[str, str], list[tuple[float, float, int, int, str]]],
+    found: Mapping[tuple[str, str], list[_Found]],
     pos: Mapping[str, int],
 ) -> Step | None:
     """a -> x -> b through one version x that is not in the series (excluded)."""

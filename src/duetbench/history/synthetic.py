@@ -10,16 +10,22 @@ off by a relative size, the next back). It is observed twice, like a repository:
   error is ``paired_sd`` times a chi-square factor with ``runs - 1`` degrees of freedom.
 - absolute: every version measured once more, level = truth + ``drift`` per version
   (the machine getting slower or faster) + noise of sd ``absolute_sd``.
+
+:func:`stopped_series` observes the paired series as `duet gate` would: every direct
+comparison is measured run by run (run values of sd ``run_sd``) until a stopping rule
+stops it, and its step carries the rule's verdict and interval
+(:class:`~duetbench.history.series.Evidence`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..schema import Method
-from .series import Level, Series, SeriesKey, Step
+from .series import Evidence, Level, Series, SeriesKey, Step
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,55 @@ def synthetic_series(h: History, seed: int, *, base_ns: float = 50e6) -> Series:
     levels = tuple(Level(names[i], float(y[i]), h.absolute_sd, (n + i,)) for i in range(n))
     key = SeriesKey("synthetic", "bench", "0" * 16, Method.ADUET.value)
     return Series(key, tuple(names), steps, levels, commits={v: (None, None) for v in names})
+
+
+def stopped_series(
+    h: History, rule: Any, run_sd: float | tuple[float, float], seed: int, basis: str = "rule"
+) -> Series:
+    """One observed :class:`Series` of ``h`` whose direct comparisons were stopped by
+    ``rule`` (an :class:`~duetbench.adaptive.StopRule`; seeded): each comparison draws
+    ``rule.max_runs`` run values (true difference + the comparison's hidden offset of sd
+    ``paired_extra_sd`` + run noise) and keeps those up to its stop. ``run_sd``: the run
+    noise's sd, or (low, high): each comparison's drawn log-uniformly between them (a
+    shared machine whose load differs from one comparison to the next). ``basis``: what
+    the steps' evidence says they are (``rule``, or ``fixed`` for a rule of one look)."""
+    from ..adaptive.rules import first_stops
+
+    rng = np.random.default_rng(seed)
+    truth = h.truth()
+    n = h.versions
+    names = [label(i) for i in range(n)]
+    offset = np.diff(truth) + rng.normal(0, h.paired_extra_sd, n - 1)
+    if isinstance(run_sd, tuple):
+        sd = np.exp(rng.uniform(np.log(run_sd[0]), np.log(run_sd[1]), n - 1))
+    else:
+        sd = np.full(n - 1, float(run_sd))
+    values = offset[:, None] + rng.normal(0, 1, (n - 1, rule.max_runs)) * sd[:, None]
+    stops = first_stops(values, rule)
+    steps = []
+    for i in range(n - 1):
+        taken = values[i, : int(stops.runs[i])]
+        evidence = Evidence(
+            basis,
+            str(stops.verdict[i]),
+            float(np.log1p(stops.low[i])),
+            float(np.log1p(stops.high[i])),
+            float(rule.confidence),
+            float(rule.threshold),
+            i + 1,
+            str(stops.reason[i]),
+            float(np.log1p(stops.estimate[i])),
+        )
+        se = float(taken.std(ddof=1) / np.sqrt(len(taken)))
+        steps.append(
+            Step(
+                names[i], names[i + 1], float(taken.mean()), se, len(taken), (i + 1,), (), evidence
+            )
+        )
+    y = np.log(50e6) + truth + h.drift * np.arange(n) + rng.normal(0, h.absolute_sd, n)
+    levels = tuple(Level(names[i], float(y[i]), h.absolute_sd, (n + i,)) for i in range(n))
+    key = SeriesKey("synthetic", "bench", "0" * 16, Method.ADUET.value)
+    return Series(key, tuple(names), tuple(steps), levels, commits={v: (None, None) for v in names})
 
 
 def absolute_only(s: Series) -> Series:
