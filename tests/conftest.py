@@ -47,6 +47,11 @@ def pytest_configure(config):
     handle it here as an interactive Python does.
 
     The process watch checks the automatic test tiers (tests/tiers.py) while tests run."""
+    # Under pytest-xdist (the README's test command) a worker's environment names it;
+    # the pytest processes tests start would inherit that, and pytest-benchmark then
+    # disables itself as if they ran under xdist too.
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        os.environ.pop(name, None)
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     PROCESS_WATCH.install()

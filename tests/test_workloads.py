@@ -49,10 +49,15 @@ def test_csv_rows_and_timestamps(workload: Path, tmp_path: Path) -> None:
     before = time.time_ns()
     rows = run_csv(workload, "int", 1_000_000, 7, out)
     after = time.time_ns()
-    assert out.read_text().splitlines()[0] == "iteration,start_ns,end_ns"
+    # each iteration's CPU time and run-queue delay too (docs/parsers.md, the generic format)
+    assert out.read_text().splitlines()[0] == "iteration,start_ns,end_ns,cpu_ns,runq_ns"
     assert [r["iteration"] for r in rows] == list(range(7))
     for r in rows:  # CLOCK_REALTIME, inside the process's lifetime
         assert before <= r["start_ns"] < r["end_ns"] <= after
+        # a CPU-bound loop: its CPU time is positive and not beyond its wall time plus the
+        # clock's granularity; the run delay is never negative
+        assert 0 < r["cpu_ns"] <= r["end_ns"] - r["start_ns"] + 10_000_000
+        assert r["runq_ns"] >= 0
     for prev, nxt in zip(rows, rows[1:], strict=False):
         assert prev["end_ns"] <= nxt["start_ns"]
 

@@ -143,7 +143,8 @@ def print_summary(console: Console, summary: ExperimentSummary, resume: str | No
             f"duet run CONFIG -o {shlex.quote(str(summary.root.parent))} --resume"
             " (CONFIG: the experiment's duet.yml)"
         )
-        console.print(f"Continue with: {rich_text(command)}", highlight=False)
+        # soft_wrap: a path or command is never broken by rich, so it pastes whole
+        console.print(f"Continue with: {rich_text(command)}", highlight=False, soft_wrap=True)
 
 
 def print_runs_not_ok(console: Console, root: Path, bad: dict[str, str]) -> None:
@@ -158,4 +159,5 @@ def print_runs_not_ok(console: Console, root: Path, bad: dict[str, str]) -> None
         "not analysed, timed-out runs keep their finished iterations). Why: `message` in each "
         f"run's run.json, e.g. {escape(str(first))}. Exit status 4.",
         highlight=False,
+        soft_wrap=True,  # the path pastes whole, however long
     )

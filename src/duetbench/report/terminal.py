@@ -46,15 +46,24 @@ def make_console(*, stderr: bool = False) -> Console:
 def rich_table(
     table: Table, *, title: str | None = None, caption: str | None = None, no_wrap: bool = False
 ) -> RichTable:
-    """``table`` as a rich table (``no_wrap``: only the first column may wrap)."""
+    """``table`` as a rich table (``no_wrap``: only the first column and the verdict may
+    wrap). The first column (the benchmark) keeps up to 30 characters however wide the
+    rest is: a table too wide for the console wraps its verdict and names instead of
+    squeezing the names to an ellipsis."""
     t = RichTable(
         title=title, title_justify="left", caption=caption or None, caption_justify="left"
     )
     for i, c in enumerate(table.columns):
+        first = i == 0 and table.rows
         t.add_column(
             rich_text(c.title),
             justify="left" if c.left else "right",
-            no_wrap=no_wrap and i > 0,
+            no_wrap=no_wrap and i > 0 and c.kind != "verdict",
+            min_width=min(
+                30, max(len(s) for s in [c.title, *(table.cells(r)[0] for r in table.rows)])
+            )
+            if first
+            else None,
         )
     for row in table.rows:
         cells = []
