@@ -159,7 +159,7 @@ def study(args: argparse.Namespace) -> list[dict[str, Any]]:
     _log(f"expected duration: about {minutes:.0f} min on a quiet 2-CPU machine")
     rows: list[dict[str, Any]] = []
     for cond in args.conditions:
-        for t in range(args.tries):
+        for t in range(args.first_try, args.first_try + args.tries):
             for part in args.parts:
                 for cpus in args.micro_cpus if part == "micro" else ["auto"]:
                     with tempfile.TemporaryDirectory(prefix=f"busy-{part}-") as tmp:
@@ -171,7 +171,7 @@ def study(args: argparse.Namespace) -> list[dict[str, Any]]:
                         for r in analyse(root):
                             row = {"condition": cond, "try": t, "part": part, "cpus": cpus}
                             rows.append({**row, **r})
-                    _log(f"{cond} try {t + 1}/{args.tries} {part} {cpus}: done")
+                    _log(f"{cond} try {t + 1}/{args.first_try + args.tries} {part} {cpus}: done")
     return rows
 
 
@@ -237,6 +237,13 @@ def markdown(summary: list[dict[str, Any]]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--tries", type=int, default=10)
+    p.add_argument(
+        "--first-try",
+        type=int,
+        default=0,
+        help="number of the first try (its seed is 100 + the number): a later call with "
+        "--first-try N adds tries with new seeds to an earlier study's",
+    )
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--parts", default=",".join(PARTS))
     p.add_argument(
