@@ -2,7 +2,9 @@
 
 A busy loop is a Python ``while`` loop bounded in time (2 hours), started in the
 caller's session (so the same autogroup as the benchmark under sched_autogroup) and in
-its own process group; the loops are killed when the block ends, however it ends.
+its own process group; the loops are killed when the block ends, however it ends
+(SIGTERM, as `kill` or `pkill` send it, ends the study as Ctrl-C does, so the loops go
+with it instead of running on for their 2 hours).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ def busy_loops(condition: str) -> Iterator[None]:
     """The busy loops of ``condition`` (quiet, one, two) for the duration of the block."""
     if condition not in CONDITIONS:
         raise SystemExit(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
+    previous = signal.signal(signal.SIGTERM, _terminated)
     procs = [
         subprocess.Popen([sys.executable, "-c", BUSY_LOOP], process_group=0)
         for _ in range(CONDITIONS[condition])
@@ -31,9 +34,14 @@ def busy_loops(condition: str) -> Iterator[None]:
     try:
         yield
     finally:
+        signal.signal(signal.SIGTERM, previous)
         for p in procs:
             try:
                 os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             p.wait(timeout=30)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
