@@ -53,17 +53,15 @@ def rich_table(
     t = RichTable(
         title=title, title_justify="left", caption=caption or None, caption_justify="left"
     )
+    first = table.columns[0] if table.columns else None
+    names = [first.title, *(first.format(r.get(first.key)) for r in table.rows)] if first else []
+    name_width = min(30, max(map(len, names), default=0))
     for i, c in enumerate(table.columns):
-        first = i == 0 and table.rows
         t.add_column(
             rich_text(c.title),
             justify="left" if c.left else "right",
             no_wrap=no_wrap and i > 0 and c.kind != "verdict",
-            min_width=min(
-                30, max(len(s) for s in [c.title, *(table.cells(r)[0] for r in table.rows)])
-            )
-            if first
-            else None,
+            min_width=name_width if i == 0 else None,
         )
     for row in table.rows:
         cells = []
