@@ -50,10 +50,13 @@ def _config(tmp: Path, stop: str = "", max_runs: int = 20) -> Path:
 """
 
     cfg = tmp / "duet.yml"
+    # measure: wall -- the durations are the script's made-up ones, so they are the same
+    # whatever the load; CPU time (what auto compares beside other work) is this machine's
     cfg.write_text(
         f"""experiment:
   name: adapt
   seed: 7
+  measure: wall
   stop: {{until: decided, threshold: 2%, max_runs: {max_runs}{stop}}}
 benchmarks:
 {bench("slower", 1.10, 0.002)}{bench("same", 1.0, 0.002)}{bench("noisy", 1.0, 0.2)}"""
@@ -87,7 +90,7 @@ def test_stop_config_is_checked_with_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.yml").write_text(bad)
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path / "bad.yml")
-    assert err.value.line == 4 and "max_runs" in str(err.value)
+    assert err.value.line == 5 and "max_runs" in str(err.value)
     # flags need a goal: --budget alone on a fixed plan is refused
     fixed = tmp_path / "fixed.yml"
     fixed.write_text(

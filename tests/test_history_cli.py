@@ -503,7 +503,7 @@ experiment:
   name: stopped
   seed: 3
   repetitions: {seqn: 1}
-  stop: {until: decided, threshold: 2%, max_runs: 10}
+  stop: {until: decided, threshold: 2%, max_runs: 20}
 benchmarks:
   ab: {iterations: 4, A: {command: "sleep 0.01"}, B: {command: "sleep 0.013"}}
 """

@@ -139,6 +139,24 @@ def test_a_harness_without_cpu_per_iteration_is_corrected_per_run() -> None:
     assert row["ci_low"] <= TRUE_RATIO - 1 <= row["ci_high"]
 
 
+@pytest.mark.parametrize("fill", [0.01, 0.3, 1.5])
+def test_run_cpu_time_is_not_credited_to_iterations_that_do_not_fill_the_run(
+    fill: float,
+) -> None:
+    """Values per inner loop (pyperf's), a start-up longer than the iterations, or times the
+    process did not measure (a computed value longer than it ran): its run's CPU time is
+    not its iterations', so the group keeps its wall time and says why."""
+    df = table(per_run_only=True)
+    df["duration_ns"] = (df["duration_ns"] * fill).astype("int64")
+    row = one(df)
+    assert row["measure"] == "wall" and row["measure_reason"] == "not-filled"
+    # iterations filling most of the run (a short start-up) are still corrected
+    df = table(per_run_only=True)
+    df["proc_start_ns"] -= ((df["proc_end_ns"] - df["proc_start_ns"]) * 0.2).astype("int64")
+    row = one(df)
+    assert row["measure"] == "cpu" and row["measure_source"] == "run"
+
+
 def test_a_sduet_run_is_not_corrected_per_run() -> None:
     """A sduet side waits for the other at every handshake (a harness may spin there):
     its CPU time over the run is not its iterations', so only per-iteration CPU counts."""

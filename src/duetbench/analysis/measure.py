@@ -51,6 +51,13 @@ BUSY_MIN = 0.9
 PARALLEL_MAX = 1.1
 #: a side's rows with a CPU time (per iteration or per run) for it to be measured by it
 COVERED = 0.95
+#: a run's CPU time is credited to its side's iterations only when their wall times fill
+#: this share of the side's window at least (a longer start-up would pull the ratio
+#: towards 1) ...
+FILL_MIN = 0.5
+#: ... and at most this (more: the times were not measured by this process -- values per
+#: inner loop, or computed -- and its CPU time is not theirs)
+FILL_MAX = 1.05
 
 #: measure_reason codes (docs/statistics.md, "Beside other work: CPU time")
 REASONS = {
@@ -61,6 +68,8 @@ REASONS = {
     "not-cpu-bound": "a side was not CPU-bound (it waited or slept)",
     "cpu-bound-unknown": "no run delay measured: whether the sides were CPU-bound is unknown",
     "parallel": "a side ran on more than one CPU at a time",
+    "not-filled": "the harness's iterations do not fill its runs (a long start-up, or "
+    "times it did not measure itself): its CPU time is not theirs",
 }
 
 
@@ -107,11 +116,28 @@ def row_cpu(it: Iterations) -> np.ndarray:
     window = _aux(it, "proc_end_ns") - _aux(it, "proc_start_ns")
     _starts, lengths = it.series_bounds()
     per_run = share * window / np.repeat(lengths, lengths)
+    per_run[~run_filled(it)] = np.nan
     # a sduet side waits for the other at every handshake, and a harness may spin there:
     # its CPU time over the run is not its iterations' (only per iteration counts)
     waits = it.unit_method()[it.unit] == "sduet" if len(it.unit) else np.zeros(0, dtype=bool)
     per_run[waits] = np.nan
     return np.where(np.isnan(cpu), per_run, cpu)
+
+
+def run_filled(it: Iterations) -> np.ndarray:
+    """Per row: its side's iterations fill its run's window (``FILL_MIN`` to ``FILL_MAX``
+    of it), so the run's CPU time may be credited to them; True where no window is
+    known (nothing to credit) -- see :func:`row_cpu`."""
+    n = len(it.unit)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    window = _aux(it, "proc_end_ns") - _aux(it, "proc_start_ns")
+    starts, lengths = it.series_bounds()
+    total = np.add.reduceat(it.duration.astype(np.float64), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fill = np.repeat(total, lengths) / window
+    bad = (fill < FILL_MIN) | (fill > FILL_MAX)  # NaN (no window): not bad
+    return ~bad
 
 
 def row_busy(it: Iterations) -> np.ndarray:
@@ -138,6 +164,7 @@ def choose(it: Iterations, gcode_u: np.ndarray, ng: int, opts: CompareOptions) -
             "g": g,
             "side": it.side,
             "has_cpu": ~np.isnan(cpu),
+            "unfilled": np.isnan(_aux(it, "cpu_ns")) & ~run_filled(it),
             "per_iteration": ~np.isnan(_aux(it, "cpu_ns")),
             "busy": row_busy(it),
             "parallel": parallel,
@@ -154,6 +181,8 @@ def choose(it: Iterations, gcode_u: np.ndarray, ng: int, opts: CompareOptions) -
             if side not in table.columns:
                 table[side] = np.nan if table is not covered else 0.0
     has_cpu = (covered[0].to_numpy() >= COVERED) & (covered[1].to_numpy() >= COVERED)
+    unfilled = frame.groupby("g", sort=True)["unfilled"].any().reindex(range(ng))
+    unfilled = unfilled.fillna(False).to_numpy(dtype=bool) & ~has_cpu
     busy_min = np.fmin(busy[0].to_numpy(), busy[1].to_numpy())
     par_max = np.fmax(par[0].to_numpy(), par[1].to_numpy())
     by_group = frame.groupby("g", sort=True)
@@ -171,12 +200,14 @@ def choose(it: Iterations, gcode_u: np.ndarray, ng: int, opts: CompareOptions) -
     if opts.measure == "cpu":
         measure[has_cpu] = "cpu"
         reason[~has_cpu] = "no-cpu-time"
+        reason[unfilled] = "not-filled"
     elif opts.measure == "auto":
         with np.errstate(invalid="ignore"):
             bound = busy_min >= BUSY_MIN
             serial = ~(par_max > PARALLEL_MAX)
         reason[:] = "quiet"
         reason[loaded & ~has_cpu] = "no-cpu-time"
+        reason[loaded & unfilled] = "not-filled"
         todo = loaded & has_cpu
         reason[todo & np.isnan(busy_min)] = "cpu-bound-unknown"
         reason[todo & ~np.isnan(busy_min) & ~bound] = "not-cpu-bound"

@@ -235,6 +235,9 @@ _WALL_WHY = {
     "cpu-bound-unknown": "no run delay was measured, so whether the sides were CPU-bound is "
     "unknown (--measure cpu compares CPU time anyway)",
     "parallel": "a side ran on more than one CPU at a time",
+    "not-filled": "the harness's iterations do not fill its runs (a long start-up, or times "
+    "it did not measure itself, such as values per inner loop), so its run's CPU time "
+    "cannot be credited to them",
 }
 
 
