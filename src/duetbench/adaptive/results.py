@@ -13,6 +13,7 @@ what it would take to decide. Pure: the caller reads stops.json
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pandas as pd
 
 from ..analysis.paired_runs import run_level_values
 from ..options import CompareOptions
+from .prior import SpreadPrior
 from .rules import StopRule, decide, with_first_look
 
 __all__ = [
@@ -72,9 +74,16 @@ def entry_for(entries: dict[tuple[str, str], Mapping[str, Any]], bench: str, met
     return entries.get((base, method))
 
 
-def stop_rule(entry: Mapping[str, Any]) -> StopRule:
-    """The rule a stops.json entry decided with (its pilot counted: ``first_look``)."""
-    return with_first_look(_rule(entry), int(entry.get("first_look") or 0))
+def stop_rule(entry: Mapping[str, Any], bench: str | None = None) -> StopRule:
+    """The rule a stops.json entry decided with (its pilot counted: ``first_look``); with
+    ``bench``, that table benchmark's prior spread from the repository, if it had one
+    (``priors``; docs/adaptive.md, "Stopping with the repository's priors")."""
+    rule = with_first_look(_rule(entry), int(entry.get("first_look") or 0))
+    if bench is not None:
+        prior = SpreadPrior.from_json((entry.get("priors") or {}).get(bench))
+        if prior is not None:
+            rule = replace(rule, prior=prior)
+    return rule
 
 
 def analysed_values(
@@ -132,7 +141,8 @@ def adaptive_rows(
         if analysed is None:  # results of releases before analysed_runs: by position
             analysed = runs_of[(bench, method)][start:]
         chosen = analysed_values(table, bench, method, analysed, opts)
-        d = decide(chosen, stop_rule(entry), seconds=float(entry.get("seconds") or 0.0))
+        rule = stop_rule(entry, bench)
+        d = decide(chosen, rule, seconds=float(entry.get("seconds") or 0.0))
         out.at[i, "change"] = d.estimate
         out.at[i, "ci_low"] = d.low if np.isfinite(d.low) else np.nan
         out.at[i, "ci_high"] = d.high if np.isfinite(d.high) else np.nan

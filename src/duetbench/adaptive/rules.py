@@ -23,6 +23,7 @@ from duetbench.errors import AnalysisError
 from duetbench.schema import Verdict
 from duetbench.units import ValueTextError, percentage
 
+from .prior import PRIOR_ALPHA, PRIOR_FIRST_LOOK, PriorIntervals, SpreadPrior, prior_intervals
 from .sequential import Design, Intervals, look_multipliers, running_intervals
 
 __all__ = [
@@ -125,6 +126,9 @@ class StopRule:
     budget_s: float | None = None
     tuned_for: int = 10
     groups: int | None = 5
+    #: the spread of earlier experiments on this host (None: learned from these runs
+    #: alone); docs/adaptive.md, "Stopping with the repository's priors"
+    prior: SpreadPrior | None = None
 
     @classmethod
     def create(cls, **kw: object) -> StopRule:
@@ -163,6 +167,8 @@ class StopRule:
             raise AnalysisError(
                 f"groups must be at least 1 (or None: a look every run), got {r.groups!r}"
             )
+        if r.prior is not None and not isinstance(r.prior, SpreadPrior):
+            raise AnalysisError(f"prior must be a SpreadPrior, got {r.prior!r}")
         if int(r.tuned_for) < 3:
             raise AnalysisError(f"tuned_for must be at least 3 runs, got {r.tuned_for!r}")
         return replace(
@@ -224,7 +230,10 @@ _STUDY_DESIGNS = (Design.NAIVE, Design.ASYMPTOTIC)
 
 def goal_first_look(rule: StopRule) -> int:
     """The first run count at which the rule checks its goal: ``min_runs``, and for a
-    verdict goal at least :data:`DECIDED_FIRST_LOOK` (at most ``max_runs``)."""
+    verdict goal at least :data:`DECIDED_FIRST_LOOK` (at most ``max_runs``); a precision
+    goal with a prior at least :data:`~.prior.PRIOR_FIRST_LOOK`."""
+    if rule.until is Goal.PRECISE and rule.prior is not None:
+        return min(max(rule.min_runs, PRIOR_FIRST_LOOK), rule.max_runs)
     if rule.until is Goal.PRECISE or rule.resolved_design in _STUDY_DESIGNS:
         return rule.min_runs
     return min(max(rule.min_runs, DECIDED_FIRST_LOOK), rule.max_runs)
@@ -328,6 +337,9 @@ class Decision:
     effective_runs: float | None = None  # n_eff where serial correlation widened the interval
     skewness: float | None = None  # sample skewness where strong (None: not, or < 8 runs)
     unreachable: bool = False
+    #: with a prior: whether this decision used it (False: dropped by the check); None:
+    #: the rule has none
+    prior_used: bool | None = None
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
@@ -375,10 +387,16 @@ def decide(
     if looks is not None:
         looks = sorted({int(x) for x in looks} | {n})
     serial_r, n_eff = None, None
+    prior_note = ""
     if n:
         iv = running_intervals(
             v, rule.multipliers(n, looks), intersect=rule.resolved_design.intersects
         )
+        if rule.prior is not None:
+            seen = None if looks is None else np.isin(np.arange(1, n + 1), looks)
+            pi = with_prior(v, rule, iv, seen)
+            iv = pi.intervals
+            prior_note = _prior_text(rule.prior, pi, n)
         mean, sd = float(iv.mean[0, -1]), float(iv.sd[0, -1])
         lo_log, hi_log = float(iv.low[0, -1]), float(iv.high[0, -1])
         r, factor = float(iv.serial_r[0, -1]), float(iv.inflation[0, -1])  # type: ignore[index]
@@ -409,6 +427,7 @@ def decide(
         more = None if unreachable or total is None else total - n
     more_s = None if more is None or not math.isfinite(per_run) else more * per_run
     text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s, unreachable)
+    text += prior_note
     skew = strong_skew(v[0])
     if skew is not None:
         text += (
@@ -441,6 +460,48 @@ def decide(
         effective_runs=n_eff,
         skewness=skew,
         unreachable=unreachable,
+        prior_used=None if rule.prior is None or not n else not bool(pi.dropped[0, -1]),
+    )
+
+
+def with_prior(
+    v: np.ndarray, rule: StopRule, plain: Intervals, looks: np.ndarray | None = None
+) -> PriorIntervals:
+    """The intervals of ``rule`` (which has a prior) on the rows of ``v``; ``plain``: the
+    no-prior rule's intervals of them; ``looks``: per run, whether a decision was taken
+    there (None: every run)."""
+    first = goal_first_look(rule)
+    if looks is not None:
+        looks = looks & (np.arange(1, v.shape[1] + 1) >= first)
+    return prior_intervals(
+        v,
+        rule.prior,  # type: ignore[arg-type]
+        rule.resolved_design,
+        plain,
+        confidence=rule.confidence,
+        first_look=first,
+        tuned_for=rule.tuned_for,
+        looks=looks,
+    )
+
+
+def _prior_text(prior: SpreadPrior, pi: PriorIntervals, n: int) -> str:
+    if not pi.dropped[0, -1]:
+        return (
+            f"; with the spread of {prior.runs or prior.df} earlier runs on this host "
+            f"(sd {prior.sd * 100:.2f} %, {prior.df} df)"
+        )
+    where = int(np.argmax(pi.dropped[0])) + 1
+    p = pi.check_p[0, where - 1]
+    why = (
+        f"noisier than the earlier runs on this host (check p = {p:.3f})"
+        if math.isfinite(p) and p < PRIOR_ALPHA
+        else "serially correlated, which the earlier runs' spread does not know"
+    )
+    return (
+        f"; the prior spread was dropped after run {where}: these runs are {why}, so the "
+        "interval is the no-prior rule's (docs/adaptive.md, 'Stopping with the "
+        "repository's priors')"
     )
 
 
@@ -550,6 +611,8 @@ def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool | None = 
     iv = running_intervals(
         v[:, :n_max], rule.multipliers(n_max), intersect=intersect, serial=serial
     )
+    if rule.prior is not None:
+        iv = with_prior(v[:, :n_max], rule, iv).intervals
     lo, hi = np.expm1(iv.low), np.expm1(iv.high)
     ok = _goal_reached(lo, hi, rule) & (np.arange(1, n_max + 1) >= goal_first_look(rule))
     hit = ok.any(axis=1)

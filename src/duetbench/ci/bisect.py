@@ -140,7 +140,7 @@ def combined_rows(roots: Sequence[Path]) -> list[dict[str, Any]]:
             if analysed is None:
                 analysed = sorted(int(r) for r in runs.unique())[start:]
             values.setdefault(key, []).append(analysed_values(table, *key, analysed, opts))
-            rules.setdefault(key, stop_rule(entry))
+            rules.setdefault(key, stop_rule(entry, key[0]))
             seconds[key] = seconds.get(key, 0.0) + float(entry.get("seconds") or 0.0)
         if not entries:
             for r in verdicts(dataset).rows.to_dict("records"):

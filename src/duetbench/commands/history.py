@@ -56,23 +56,54 @@ def add_version_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_history_flags(p: argparse.ArgumentParser) -> None:
-    """`duet run ... --history REPO --versions A=..,B=..`: add the experiment afterwards."""
+    """`duet run ... --history REPO --versions A=..,B=..`: add the experiment afterwards;
+    with a stopping rule, stop with the priors of its earlier experiments too."""
     p.add_argument(
         "--history",
         metavar="REPO",
-        help="after the run, add the experiment to this results repository (a file or a "
-        "postgresql:// URL; needs --versions or --git)",
+        help="a results repository (a file or a postgresql:// URL): with a stopping rule "
+        "(--until), stop with the spread of this host's earlier experiments in it "
+        "(docs/adaptive.md); with --versions or --git, add the experiment to it afterwards",
+    )
+    p.add_argument(
+        "--last",
+        type=int,
+        default=10,
+        metavar="N",
+        help="with --history and a stopping rule: the priors from the last N experiments "
+        "(default 10)",
     )
     add_version_flags(p)
 
 
-def history_versions(args: argparse.Namespace) -> dict[str, Version] | None:
-    """`duet run --history`: the versions to record, or None without --history."""
+def history_versions(args: argparse.Namespace, optional: bool = False) -> dict[str, Version] | None:
+    """`duet run --history`: the versions to record, or None without --history (or,
+    ``optional``, without --versions/--git: the repository only gives priors)."""
     if not args.history:
         if args.versions or args.git:
             raise DuetError("--versions and --git name versions for --history REPO")
         return None
+    if optional and not args.versions and args.git is None:
+        return None
     return versions_from_args(args)
+
+
+def history_priors(args: argparse.Namespace, exp: Any) -> tuple[dict[Any, Any], dict[str, Any]]:
+    """`duet run --history REPO` with a stopping rule: the spread of every benchmark x
+    method in this host's last ``--last`` experiments, and where it came from."""
+    from ..history import Repository, fingerprint
+    from ..history.priors import stopping_priors
+    from ..hosts import detect_host
+
+    if args.last < 1:
+        raise DuetError(f"--last must be at least 1 (experiments), got {args.last}")
+    host = fingerprint(detect_host()).fingerprint
+    with Repository.open(args.history, create=False) as repo:
+        found = stopping_priors(repo, host, args.last)
+        location = repo.location
+    del exp
+    source = {"repository": str(location), "host": host, "last": int(args.last)}
+    return found, source
 
 
 def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Version]) -> None:

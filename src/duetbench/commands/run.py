@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from .history import add_history_flags, add_to_history, history_versions
+from .history import add_history_flags, add_to_history, history_priors, history_versions
 from .plan import EXECUTORS
 
 if TYPE_CHECKING:
@@ -103,7 +103,10 @@ def run(args: argparse.Namespace) -> int:
     exp = with_stop_overrides(
         exp, until=args.until, threshold=args.threshold, budget=args.budget, max_runs=args.max_runs
     )
-    versions = history_versions(args)  # checked before any run (and any calibration)
+    adaptive = any(b.stop is not None for b in exp.benchmarks)
+    # --history with a stopping rule: its priors; without versions it is not added to
+    versions = history_versions(args, optional=adaptive)  # checked before any run
+    priors = history_priors(args, exp) if args.history and adaptive else None
     exp = prepare_experiment(exp, args.output, resume=args.resume)  # harness: python
     observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     only = split_only(args.only)
@@ -111,12 +114,20 @@ def run(args: argparse.Namespace) -> int:
         from ..schedule.cluster import run_experiment_cluster
 
         summary = run_experiment_cluster(
-            exp, args.output, address=args.cluster, resume=args.resume, only=only, observer=observer
+            exp,
+            args.output,
+            address=args.cluster,
+            resume=args.resume,
+            only=only,
+            observer=observer,
+            priors=priors,
         )
     else:
         from ..schedule.inline import run_experiment
 
-        summary = run_experiment(exp, args.output, resume=args.resume, only=only, observer=observer)
+        summary = run_experiment(
+            exp, args.output, resume=args.resume, only=only, observer=observer, priors=priors
+        )
     if summary.interrupted:
         return ExitCode.INTERRUPTED
     if not args.no_compare:

@@ -43,7 +43,7 @@ from .series import order_versions
 if TYPE_CHECKING:
     from .repository import Repository
 
-__all__ = ["DEFAULT_LAST", "ExperimentPart", "Prior", "pool", "priors"]
+__all__ = ["DEFAULT_LAST", "ExperimentPart", "Prior", "pool", "priors", "stopping_priors"]
 
 #: experiments in the window unless the caller says
 DEFAULT_LAST = 10
@@ -292,3 +292,26 @@ def _part(
         unbalanced,
         costs,
     )
+
+
+def stopping_priors(
+    repo: Repository, host: str, last: int = DEFAULT_LAST
+) -> dict[tuple[str, str], Any]:
+    """(benchmark, method) -> the :class:`~duetbench.adaptive.prior.SpreadPrior` of its runs
+    on the host with fingerprint ``host`` (exactly), for ``duet run --history``'s stopping
+    rules (docs/adaptive.md, "Stopping with the repository's priors"). Only priors with a
+    spread; where several suites hold a benchmark of that name, the one with the most
+    runs pooled."""
+    from ..adaptive.prior import SpreadPrior
+
+    out: dict[tuple[str, str], Any] = {}
+    runs: dict[tuple[str, str], int] = {}
+    for p in priors(repo, host=host, last=last):
+        if p.host != host or p.sd is None or p.df < 1 or not math.isfinite(p.sd):
+            continue
+        key = (p.benchmark, p.method)
+        if runs.get(key, -1) >= p.runs:
+            continue
+        runs[key] = p.runs
+        out[key] = SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs))
+    return out

@@ -123,6 +123,11 @@ class StopTracker:
             key: _State(s, StopRule.create(**s.rule_kwargs()), key) for key, s in stops.items()
         }
         self.autos: dict[str, _Auto] = {}
+        #: (table benchmark, method) -> the spread of earlier experiments on this host
+        #: (``duet run --history``; docs/adaptive.md, "Stopping with the repository's
+        #: priors"); where the runs' source is, for stops.json
+        self.priors: dict[tuple[str, str], Any] = {}
+        self.priors_source: dict[str, Any] | None = None
         self._taken: Any = None  # the iterations of the repetition being taken
         #: run ids the plan has passed: observed, or skipped as their method had stopped
         self._done: set[str] = set()
@@ -348,9 +353,12 @@ class StopTracker:
         others = self._spent_elsewhere(st)
         if others and rule.budget_s is not None:  # method auto: the rest of the budget
             rule = replace(rule, budget_s=max(rule.budget_s - others, 1e-9))
+        method = st.key.rpartition(KEY_SEP)[2]
         for bench in st.values:
             _reps, vals = self._analysed(st, bench)
-            st.decisions[bench] = decide(vals, rule, seconds=st.seconds)
+            prior = self.priors.get((bench, method))
+            bench_rule = rule if prior is None else replace(rule, prior=prior)
+            st.decisions[bench] = decide(vals, bench_rule, seconds=st.seconds)
         # the rule first: a run that decides and is also the last one allowed stopped
         # because it decided (its verdict stands), not because a limit ended it
         if st.decisions and all(d.stop for d in st.decisions.values()):
@@ -413,6 +421,11 @@ class StopTracker:
                     b: reps[st.analyse_from :] for b, reps in sorted(st.value_runs.items())
                 },
             }
+            priors = {
+                b: p.to_json() for (b, m), p in sorted(self.priors.items()) if m == method
+            }
+            if priors:
+                out[key]["priors"] = priors
             auto = self.autos.get(bench)
             if auto is not None:
                 out[key]["auto"] = {
@@ -421,10 +434,31 @@ class StopTracker:
                 }
         return {
             "kind": "duetbench-stops",
+            **({"history": self.priors_source} if self.priors_source else {}),
             # the analysis options the run values were made with (duet compare takes them)
             "analysis": {k: v for k, v in self.options.settings().items() if k in RULE_OPTIONS},
             "stops": out,
         }
+
+    def use_priors(self, priors: dict[tuple[str, str], Any], source: dict[str, Any]) -> None:
+        """Decide with the spread of earlier experiments (``duet run --history``):
+        ``priors`` (table benchmark, method) -> SpreadPrior; ``source`` says where from
+        (stops.json ``history``). A resumed experiment keeps the priors it started with
+        (stops.json), so its decisions are the ones it would have reached."""
+        from ..adaptive.prior import SpreadPrior
+
+        stored = self.store.stops() if hasattr(self.store, "stops") else None
+        if isinstance(stored, dict) and stored.get("history"):
+            self.priors = {}
+            for entry in (stored.get("stops") or {}).values():
+                for bench, d in (entry.get("priors") or {}).items():
+                    prior = SpreadPrior.from_json(d)
+                    if prior is not None:
+                        self.priors[(str(bench), str(entry.get("method")))] = prior
+            self.priors_source = dict(stored["history"])
+            return
+        self.priors = dict(priors)
+        self.priors_source = dict(source)
 
     def write(self) -> None:
         if self.active:

@@ -232,18 +232,26 @@ def run_experiment(
     resume: bool = False,
     only: list[str] | None = None,
     observer: Observer | None = None,
+    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
 
+    ``priors``: (the spread of earlier experiments per (benchmark, method), where from) for
+    the stopping rules (``duet run --history``; StopTracker.use_priors).
     The experiment directory is locked first of all: a second `duet run` on it refuses at once
     (store/lock.py)."""
     # the name is checked (and the root made absolute) before anything is created
     with ResultsStore.lock(results_root(exp, out_dir)):
-        return _run_locked(exp, out_dir, resume, only, observer or NullObserver())
+        return _run_locked(exp, out_dir, resume, only, observer or NullObserver(), priors)
 
 
 def _run_locked(
-    exp: Experiment, out_dir: str | Path, resume: bool, only: list[str] | None, observer: Observer
+    exp: Experiment,
+    out_dir: str | Path,
+    resume: bool,
+    only: list[str] | None,
+    observer: Observer,
+    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
 ) -> ExperimentSummary:
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
@@ -269,6 +277,8 @@ def _run_locked(
     summary.notes += resume_notes(store)
     tracker = StopTracker.for_experiment(store, exp, plan_all)
     if tracker.active:
+        if priors is not None:
+            tracker.use_priors(*priors)
         tracker.replay(set(finished))  # --resume: the decisions the finished runs gave
         tracker.write()
     t0 = time.monotonic()

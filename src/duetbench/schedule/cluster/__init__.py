@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from ...config.model import Experiment
 from ...errors import ExecutorError
@@ -83,6 +84,7 @@ def run_experiment_cluster(
     only: list[str] | None = None,
     observer: Observer | None = None,
     wait_workers: float | None = None,
+    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` on the Dask cluster at ``address`` (or ``local:N``) into
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
@@ -97,6 +99,7 @@ def run_experiment_cluster(
             only=only,
             observer=observer,
             wait_workers=wait_workers,
+            priors=priors,
         )
 
 
@@ -109,6 +112,7 @@ def _run_cluster_locked(
     only: list[str] | None,
     observer: Observer | None,
     wait_workers: float | None,
+    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
 ) -> ExperimentSummary:
     observer = observer or NullObserver()
     wait_s = WAIT_WORKERS_S if wait_workers is None else wait_workers
@@ -141,6 +145,8 @@ def _run_cluster_locked(
                 )
                 tracker = StopTracker.for_experiment(store, exp, plan_all)
                 if tracker.active:
+                    if priors is not None:
+                        tracker.use_priors(*priors)
                     tracker.replay(set(finished))
                     tracker.write()
                     coord.tracker = tracker

@@ -1,0 +1,178 @@
+"""Stopping with a prior spread from earlier experiments (docs/adaptive.md, "Stopping
+with the repository's priors").
+
+A results repository knows the spread of a benchmark x method's run values on this
+host from its earlier experiments (:func:`duetbench.history.priors`): ``s0`` with ``df0``
+degrees of freedom, each experiment's own mean removed. When the current runs are as
+noisy as those were, the spread need not be learned afresh, and the interval after
+``n`` runs pools both:
+
+    s_p^2 = (w s0^2 + (n - 1) s_n^2) / (w + n - 1),   df = w + n - 1,
+    w = min(df0, PRIOR_WEIGHT (n - 1))
+
+- **precise** (design ``width``): ``mean +- t_df s_p / sqrt(n) * c_n`` with the widening
+  ``c_n = 1 + (WIDTH_INFLATION - 1) (n - 1) / df``: the stop depends on the spread, and
+  only on the current runs' share of it, so the widening that protects the no-prior
+  rule (a stop comes when the spread happens to look small) shrinks with that share;
+  looks from :data:`PRIOR_FIRST_LOOK` runs.
+- **decided** (designs ``sequence``/``group``): the normal-mixture confidence sequence
+  (the group design's normal boundary) with ``s_p`` in place of the unknown SD, times
+  ``t_df / z`` for what ``s_p`` still does not know; intersected over looks.
+
+**The check.** Every look from :data:`PRIOR_FIRST_CHECK` runs tests whether the current
+runs are noisier than the prior said: ``F = s_n^2 / s0^2`` against the F distribution
+with ``(n - 1, df0)`` degrees of freedom, one-sided at :data:`PRIOR_ALPHA`. From the
+first look that rejects, the prior is dropped for good: the interval is the no-prior
+rule's (its own looks, its own intersection), and the decision says so. A quieter
+machine than before is not a reason to drop it (the pooled interval is then
+conservative: coverage kept, runs spent). Before the check has the power to see a
+noisier machine, the prior's weight is bounded (:data:`PRIOR_WEIGHT`), so the current
+runs' spread always moves the pooled one. Serial correlation widens the interval as it
+widens the no-prior rule's (``sequential.serial_inflation``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from .boundaries import mixture_precision, normal_mixture_multiplier
+from .sequential import WIDTH_INFLATION, Design, Intervals, prefix_moments
+
+__all__ = [
+    "PRIOR_ALPHA",
+    "PRIOR_FIRST_CHECK",
+    "PRIOR_FIRST_LOOK",
+    "PriorIntervals",
+    "SpreadPrior",
+    "prior_intervals",
+]
+
+#: one-sided level of the check "the current runs are noisier than the prior", at every
+#: look
+PRIOR_ALPHA = 0.05
+#: the prior counts as at most this many times the current runs' degrees of freedom: a
+#: machine noisier than before then still pulls the pooled spread up by a fifth of the
+#: difference or more, before the check has the power to see it
+PRIOR_WEIGHT = 4
+#: ... made from this many current runs on (2 runs give a spread of 1 df)
+PRIOR_FIRST_CHECK = 3
+#: the first look of a precision goal with a prior (the spread is known: no need to
+#: wait for 5 runs as the no-prior width design does; the check needs 3)
+PRIOR_FIRST_LOOK = 3
+
+
+@dataclass(frozen=True)
+class SpreadPrior:
+    """The spread of a benchmark x method's run values in earlier experiments on this
+    host: ``sd`` (log scale) with ``df`` degrees of freedom; ``experiments``/``runs``
+    say where it came from (shown, not used)."""
+
+    sd: float
+    df: int
+    experiments: int = 0
+    runs: int = 0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.sd) and self.sd >= 0.0) or int(self.df) < 1:
+            raise ValueError(f"a prior needs a finite sd >= 0 and df >= 1, got {self}")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "sd": self.sd,
+            "df": int(self.df),
+            "experiments": int(self.experiments),
+            "runs": int(self.runs),
+        }
+
+    @classmethod
+    def from_json(cls, d: object) -> SpreadPrior | None:
+        if not isinstance(d, dict) or d.get("sd") is None or not d.get("df"):
+            return None
+        return cls(
+            float(d["sd"]),
+            int(d["df"]),
+            int(d.get("experiments") or 0),
+            int(d.get("runs") or 0),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class PriorIntervals:
+    """The intervals with the prior where it held, the no-prior rule's from the look
+    that dropped it. ``dropped``: per row and run, the prior is no longer used;
+    ``check_p``: the check's p-value at each run (NaN before PRIOR_FIRST_CHECK);
+    ``sd``: the spread the interval used (pooled, or the current runs' own)."""
+
+    intervals: Intervals
+    dropped: np.ndarray
+    check_p: np.ndarray
+    sd: np.ndarray
+
+
+def prior_intervals(
+    values: np.ndarray,
+    prior: SpreadPrior,
+    design: Design,
+    plain: Intervals,
+    *,
+    confidence: float,
+    first_look: int,
+    tuned_for: int = 10,
+    looks: np.ndarray | None = None,
+    sd0: np.ndarray | None = None,
+) -> PriorIntervals:
+    """Intervals after every run of every row of ``values`` using ``prior`` (module doc).
+
+    ``plain``: the no-prior rule's intervals of the same values (what a dropped prior
+    falls back to); ``looks``: per run, whether the rule looks there (default: every
+    run from ``first_look``); ``design``: the rule's resolved design; ``sd0``: per row, a
+    prior SD in place of ``prior.sd`` (the simulation: each experiment its own prior).
+    """
+    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    rows, runs = v.shape
+    n = np.arange(1, runs + 1, dtype=np.float64)
+    mean, sd = prefix_moments(v)
+    s0 = np.full((rows, 1), float(prior.sd)) if sd0 is None else np.reshape(sd0, (rows, 1))
+    df0 = float(prior.df)
+    cur_var = np.nan_to_num(sd * sd, nan=0.0)
+    w = np.minimum(df0, PRIOR_WEIGHT * np.maximum(n - 1.0, 1.0))  # the prior's weight (df)
+    df = w + n - 1.0
+    pooled = np.sqrt((w * s0 * s0 + (n - 1.0) * cur_var) / df)
+    level = 0.5 + confidence / 2.0
+    t = stats.t.ppf(level, df)
+    if design is Design.WIDTH:
+        mult = t * (1.0 + (WIDTH_INFLATION - 1.0) * ((n - 1.0) / df) ** 2)
+    else:
+        z = float(stats.norm.ppf(level))
+        phi = mixture_precision(tuned_for, confidence)
+        mult = normal_mixture_multiplier(n, confidence, phi) * t / z
+    looked = n >= max(first_look, 1) if looks is None else np.asarray(looks, dtype=bool)
+    # serial correlation: widened as the no-prior rule widens (sequential.serial_inflation)
+    factor = plain.inflation if plain.inflation is not None else np.ones_like(v)
+    half = np.where(looked, mult * pooled * np.sqrt(factor) / np.sqrt(n), np.inf)
+    low, high = mean - half, mean + half
+    if design.intersects:
+        low = np.maximum.accumulate(low, axis=1)
+        high = np.minimum.accumulate(high, axis=1)
+
+    # the check: noisier than the prior said (F test against the prior's full df)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = stats.f.sf(cur_var / (s0 * s0), np.maximum(n - 1.0, 1.0), df0)
+    p = np.where(np.isnan(p), np.where(cur_var > 0, 0.0, 1.0), p)  # a prior SD of 0
+    p = np.where(n >= PRIOR_FIRST_CHECK, p, np.nan)
+    bad = np.nan_to_num(p, nan=1.0) < PRIOR_ALPHA
+    dropped = np.maximum.accumulate(bad, axis=1)
+    low = np.where(dropped, plain.low, low)
+    high = np.where(dropped, plain.high, high)
+    crossed = low > high
+    if crossed.any():
+        with np.errstate(invalid="ignore"):  # (-inf + inf) where no look yet: not crossed
+            mid = (low + high) / 2.0
+        low, high = np.where(crossed, mid, low), np.where(crossed, mid, high)
+    used_sd = np.where(dropped, sd, pooled)
+    iv = Intervals(mean, used_sd, low, high, looked | plain.looked, plain.serial_r, factor)
+    return PriorIntervals(iv, dropped, p, used_sd)
