@@ -421,9 +421,7 @@ class StopTracker:
                     b: reps[st.analyse_from :] for b, reps in sorted(st.value_runs.items())
                 },
             }
-            priors = {
-                b: p.to_json() for (b, m), p in sorted(self.priors.items()) if m == method
-            }
+            priors = {b: p.to_json() for (b, m), p in sorted(self.priors.items()) if m == method}
             if priors:
                 out[key]["priors"] = priors
             auto = self.autos.get(bench)
