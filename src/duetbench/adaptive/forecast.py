@@ -44,6 +44,7 @@ def forecast(
     models: Mapping[tuple[str, str], CostModel] | None = None,
     evidence: Mapping[tuple[str, str], str] | None = None,
     missing: str = "no earlier runs: run a pilot, e.g. --max-runs 5",
+    priors: Mapping[tuple[str, str], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """A row per benchmark x method the config runs: iterations per run, runs and machine
     nanoseconds predicted for ``precision`` (relative half-width) or for 80 % power to
@@ -51,7 +52,10 @@ def forecast(
     ``models`` per (benchmark, method) (a results repository's priors: their ``runs - 1``
     is the spread's degrees of freedom), with ``evidence`` saying where each came from.
     Without a goal, only the fixed-count rows below. A benchmark whose run count is fixed
-    (no ``stop:``) also states the precision its runs reach: :func:`fixed_reach`."""
+    (no ``stop:``) also states the precision its runs reach: :func:`fixed_reach`.
+    ``priors``: per (benchmark, method) the repository's prior spread
+    (:class:`~.prior.SpreadPrior`) that `duet run --history` stops with -- a precision
+    goal's stop is then predicted for the rule with that prior."""
     if models is None:
         if table is None:
             raise AnalysisError("forecast needs earlier runs: a table or cost models")
@@ -100,11 +104,15 @@ def forecast(
             best = predict(model, None)
             if precision is not None:  # where the rule stops: simulated (planning.py)
                 sd = math.sqrt(model.value_var(as_run))
-                stop = precision_stop_runs(rule, sd, df=max(model.runs - 1, 1))
+                df = max(model.runs - 1, 1)
+                prior = (priors or {}).get((bench.name, method))
+                used = rule if prior is None else replace(rule, prior=replace(prior, sd=sd))
+                stop = precision_stop_runs(used, sd, df=df)
                 low, high = stop.low, stop.high
                 plan = _with_runs(plan, stop.median, model)
                 sd_best = math.sqrt(model.value_var(best.iterations))
-                best = _with_runs(best, precision_stop_runs(rule, sd_best).median, model)
+                used = rule if prior is None else replace(rule, prior=replace(prior, sd=sd_best))
+                best = _with_runs(best, precision_stop_runs(used, sd_best).median, model)
             else:
                 low, high = (
                     predict(_scaled(model, f), as_run).runs for f in _variance_range(model)

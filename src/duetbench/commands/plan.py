@@ -165,6 +165,12 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
         (p.benchmark, p.method): f"{len(p.experiments)} experiments, {p.runs} runs (df {p.df})"
         for p in found
     }
+    from ..adaptive.prior import SpreadPrior
+
+    spreads = {
+        (p.benchmark, p.method): SpreadPrior(float(p.sd), p.df, len(p.experiments), p.runs)
+        for p in found
+    }
     rows = forecast(
         exp,
         precision=precision,
@@ -172,6 +178,7 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
         only=split_only(args.only),
         models=models,
         evidence=evidence,
+        priors=spreads,
         missing=f"no earlier experiments on host {host[:12]} in the repository: "
         "run a pilot, e.g. --max-runs 5",
     )
