@@ -213,16 +213,16 @@ def test_duet_plan_predicts_the_stop_of_the_rule_with_the_prior() -> None:
     from duetbench.adaptive.planning import precision_stop_runs
 
     rng = np.random.default_rng(4)
-    sigma, df0, inside, tries = 0.02, 45, 0, 60
+    sigma, df0, inside, tries = 0.02, 45, 0, 40
     for t in range(tries):
         s0 = sigma * math.sqrt(rng.chisquare(df0) / df0)
         rule = StopRule.create(
             until="precise", precision=0.01, max_runs=2000, prior=SpreadPrior(s0, df0)
         )
-        pred = precision_stop_runs(rule, s0, df=df0, seed=t, draws=1000)
+        pred = precision_stop_runs(rule, s0, df=df0, seed=t, draws=500)
         plain = precision_stop_runs(
             StopRule.create(until="precise", precision=0.01, max_runs=2000), s0, df=df0, seed=t,
-            draws=1000,
+            draws=500,
         )  # fmt: skip
         assert pred.median < plain.median
         stop = int(first_stops(rng.normal(0, sigma, size=(1, 2000)), rule).runs[0])

@@ -28,7 +28,7 @@ from ..errors import DuetError
 from ..options import MEASURES
 from ..process import validate_table
 from ..store import ResultsStore
-from ..verdicts import verdicts
+from ..verdicts import rule_options, verdicts
 from ._db import HistoryError
 from .fingerprint import HostFingerprint, fingerprint
 
@@ -174,6 +174,8 @@ def analyse(data: ExperimentData, options: CompareOptions | None = None) -> Anal
     the experiment's unless ``options`` gives one (other than 0), as in `duet compare`.
     """
     opts = options or CompareOptions(measure=_measure(data.config))
+    if options is None:  # an adaptive experiment: the options its rule's run values used
+        opts = rule_options(data.stops, opts)
     if opts.seed == 0 and data.seed:
         opts = replace(opts, seed=int(data.seed))
     opts = CompareOptions.create(**{**opts.__dict__, "by": SERIES_BY})
