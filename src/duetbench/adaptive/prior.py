@@ -49,6 +49,7 @@ __all__ = [
     "PriorIntervals",
     "SpreadPrior",
     "prior_intervals",
+    "prior_text",
 ]
 
 #: one-sided level of the check "the current runs are noisier than the prior", at every
@@ -176,3 +177,19 @@ def prior_intervals(
     used_sd = np.where(dropped, sd, pooled)
     iv = Intervals(mean, used_sd, low, high, looked | plain.looked, plain.serial_r, factor)
     return PriorIntervals(iv, dropped, p, used_sd)
+
+
+def prior_text(prior: SpreadPrior, pi: PriorIntervals) -> str:
+    """What a decision's explanation says about the prior (the last run of row 0)."""
+    if not pi.dropped[0, -1]:
+        return (
+            f"; with the spread of {prior.runs or prior.df} earlier runs on this host "
+            f"(sd {prior.sd * 100:.2f} %, {prior.df} df)"
+        )
+    where = int(np.argmax(pi.dropped[0])) + 1
+    p = pi.check_p[0, where - 1]
+    return (
+        f"; the prior spread was dropped after run {where}: these runs are noisier than "
+        f"the earlier runs on this host (check p = {p:.3f}), so the interval is the "
+        "no-prior rule's (docs/adaptive.md, 'Stopping with the repository's priors')"
+    )

@@ -23,8 +23,14 @@ from duetbench.errors import AnalysisError
 from duetbench.schema import Verdict
 from duetbench.units import ValueTextError, percentage
 
-from .prior import PRIOR_ALPHA, PRIOR_FIRST_LOOK, PriorIntervals, SpreadPrior, prior_intervals
-from .sequential import Design, Intervals, look_multipliers, running_intervals
+from .prior import PRIOR_FIRST_LOOK, PriorIntervals, SpreadPrior, prior_intervals, prior_text
+from .sequential import (
+    Design,
+    Intervals,
+    look_multipliers,
+    running_intervals,
+    strong_skew,
+)
 
 __all__ = [
     "Decision",
@@ -49,10 +55,6 @@ _HORIZON = 100_000
 #: check of the run values has the power to see a lag-1 autocorrelation of 0.5 in most
 #: experiments (docs/adaptive.md, "Assumptions, and how they are checked").
 DECIDED_FIRST_LOOK = 10
-#: Skew: run values whose sample skewness lies beyond this many of its standard errors
-#: under normality (two-sided 1 %) from this many runs on get a note (no correction).
-SKEW_Z = 2.5758293035489004
-SKEW_FIRST_CHECK = 8
 #: A forecast of the runs that would reach the goal is given as a number only up to this
 #: many times the runs taken (or up to ``max_runs``, when that is more); beyond it the
 #: explanation says "not reachable within reasonable time". The forecast extrapolates the
@@ -396,7 +398,7 @@ def decide(
             seen = None if looks is None else np.isin(np.arange(1, n + 1), looks)
             pi = with_prior(v, rule, iv, seen)
             iv = pi.intervals
-            prior_note = _prior_text(rule.prior, pi, n)
+            prior_note = prior_text(rule.prior, pi)
         mean, sd = float(iv.mean[0, -1]), float(iv.sd[0, -1])
         lo_log, hi_log = float(iv.low[0, -1]), float(iv.high[0, -1])
         r, factor = float(iv.serial_r[0, -1]), float(iv.inflation[0, -1])  # type: ignore[index]
@@ -473,53 +475,8 @@ def with_prior(
     first = goal_first_look(rule)
     if looks is not None:
         looks = looks & (np.arange(1, v.shape[1] + 1) >= first)
-    return prior_intervals(
-        v,
-        rule.prior,  # type: ignore[arg-type]
-        rule.resolved_design,
-        plain,
-        confidence=rule.confidence,
-        first_look=first,
-        tuned_for=rule.tuned_for,
-        looks=looks,
-    )
-
-
-def _prior_text(prior: SpreadPrior, pi: PriorIntervals, n: int) -> str:
-    if not pi.dropped[0, -1]:
-        return (
-            f"; with the spread of {prior.runs or prior.df} earlier runs on this host "
-            f"(sd {prior.sd * 100:.2f} %, {prior.df} df)"
-        )
-    where = int(np.argmax(pi.dropped[0])) + 1
-    p = pi.check_p[0, where - 1]
-    why = (
-        f"noisier than the earlier runs on this host (check p = {p:.3f})"
-        if math.isfinite(p) and p < PRIOR_ALPHA
-        else "serially correlated, which the earlier runs' spread does not know"
-    )
-    return (
-        f"; the prior spread was dropped after run {where}: these runs are {why}, so the "
-        "interval is the no-prior rule's (docs/adaptive.md, 'Stopping with the "
-        "repository's priors')"
-    )
-
-
-def strong_skew(values: np.ndarray) -> float | None:
-    """The sample skewness ``g1`` of ``values`` when it is strong: from
-    :data:`SKEW_FIRST_CHECK` values on, beyond :data:`SKEW_Z` of its standard error under
-    normality, ``sqrt(6 (n - 2) / ((n + 1) (n + 3)))``; else None."""
-    x = np.asarray(values, dtype=np.float64)
-    n = len(x)
-    if n < SKEW_FIRST_CHECK:
-        return None
-    d = x - x.mean()
-    m2 = float(np.mean(d * d))
-    if not m2 > 0:
-        return None
-    g1 = float(np.mean(d**3)) / m2**1.5
-    se = math.sqrt(6.0 * (n - 2) / ((n + 1) * (n + 3)))
-    return g1 if abs(g1) > SKEW_Z * se else None
+    kw = {"confidence": rule.confidence, "tuned_for": rule.tuned_for, "looks": looks}
+    return prior_intervals(v, rule.prior, rule.resolved_design, plain, first_look=first, **kw)  # type: ignore[arg-type]
 
 
 def forecast_bound(runs: int, rule: StopRule) -> int:

@@ -35,6 +35,7 @@ __all__ = [
     "planned_looks",
     "running_intervals",
     "serial_inflation",
+    "strong_skew",
 ]
 
 
@@ -75,6 +76,10 @@ SERIAL_ALPHA = 0.20
 SERIAL_FIRST_CHECK = 5
 #: ... the autocorrelation used to widen is at most this (the variance of the mean 9x)
 SERIAL_MAX_RHO = 0.8
+#: Skew: run values whose sample skewness lies beyond this many of its standard errors
+#: under normality (two-sided 1 %) from this many runs on get a note (no correction).
+SKEW_Z = 2.5758293035489004
+SKEW_FIRST_CHECK = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -276,3 +281,20 @@ def running_intervals(
         low = np.where(crossed, mid, low)
         high = np.where(crossed, mid, high)
     return Intervals(mean, sd, low, high, looked, r, factor)
+
+
+def strong_skew(values: np.ndarray) -> float | None:
+    """The sample skewness ``g1`` of ``values`` when it is strong: from
+    :data:`SKEW_FIRST_CHECK` values on, beyond :data:`SKEW_Z` of its standard error under
+    normality, ``sqrt(6 (n - 2) / ((n + 1) (n + 3)))``; else None."""
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    if n < SKEW_FIRST_CHECK:
+        return None
+    d = x - x.mean()
+    m2 = float(np.mean(d * d))
+    if not m2 > 0:
+        return None
+    g1 = float(np.mean(d**3)) / m2**1.5
+    se = math.sqrt(6.0 * (n - 2) / ((n + 1) * (n + 3)))
+    return g1 if abs(g1) > SKEW_Z * se else None
