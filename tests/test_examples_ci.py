@@ -3,8 +3,10 @@ here on a repository the test creates, as the CI runner would run them."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -57,6 +59,37 @@ def _gitlab_commands() -> list[str]:
     return [c for c in doc["perf-gate"]["script"] if not c.startswith("pip ")]
 
 
+def _history_of(command: str) -> str:
+    """The --history REPO of a `duet gate` command."""
+    words = shlex.split(command)
+    return words[words.index("--history") + 1]
+
+
+def test_the_ci_jobs_cache_the_repository_their_gate_adds_to() -> None:
+    """What the gate reads and adds to is what the job keeps between runs: GitHub's cache
+    restores and saves (even after a failed gate) that file, under one key per run that
+    the restore's prefix finds; GitLab caches it, also after a failed gate."""
+    for name in ("github-actions.yml", "github-action.yml"):
+        steps = yaml.safe_load((CI / name).read_text())["jobs"]["gate"]["steps"]
+        gates = [
+            s for s in steps if s.get("run", "").startswith("duet gate") or s.get("uses") == "./"
+        ]
+        (gate,) = gates
+        history = gate["with"]["history"] if "with" in gate else _history_of(gate["run"])
+        at = steps.index(gate)
+        restore = [s for s in steps[:at] if s.get("uses", "").startswith("actions/cache/restore@")]
+        save = [s for s in steps[at:] if s.get("uses", "").startswith("actions/cache/save@")]
+        assert len(restore) == len(save) == 1, name
+        assert restore[0]["with"]["path"] == save[0]["with"]["path"] == history
+        assert restore[0]["with"]["key"] == save[0]["with"]["key"]
+        assert restore[0]["with"]["key"].startswith(restore[0]["with"]["restore-keys"])
+        assert save[0]["if"] == "always()"
+    job = yaml.safe_load((CI / "gitlab-ci.yml").read_text())["perf-gate"]
+    (gate_command,) = [c for c in job["script"] if c.startswith("duet gate")]
+    assert job["cache"]["paths"] == [_history_of(gate_command)]
+    assert job["cache"]["when"] == "always"
+
+
 @pytest.mark.parametrize("commands", [_github_commands, _gitlab_commands], ids=["github", "gitlab"])
 def test_the_ci_jobs_commands_gate_a_pull_request(tmp_path: Path, commands) -> None:  # type: ignore[no-untyped-def]
     if shutil.which("make") is None:
@@ -84,4 +117,21 @@ def test_the_ci_jobs_commands_gate_a_pull_request(tmp_path: Path, commands) -> N
         assert "duet gate: HEAD" in p.stdout and "REGRESSION" not in p.stdout
         assert (clone / "results").is_dir()
     assert "duet gate" in summary.read_text()
+    # the job again (its cache restored: the same checkout): the gate starts from the
+    # spread the first measured on this machine (at most 10 runs here, to bound the test)
+    (gate,) = [c for c in cmds if c.startswith("duet gate")]
+    local = re.sub(r"^duet ", f"{sys.executable} -m duetbench ", gate) + " --max-runs 10"
+    first = set((clone / "results").iterdir())
+    p = subprocess.run(["/bin/sh", "-c", local], cwd=clone, env=env, capture_output=True, text=True)
+    assert p.returncode in (0, 3), p.stdout + p.stderr
+    (second,) = set((clone / "results").iterdir()) - first
+    stops = json.loads((second / "stops.json").read_text())
+    assert stops["history"]["repository"].endswith(_history_of(gate))
+    entry = stops["stops"]["bench/aduet"]
+    assert entry["priors"]["bench"]["experiments"] == 1
+    assert entry["decisions"]["bench"]["prior_used"] in (True, False)  # False: dropped
+    assert "bench (aduet): used -- the spread of 1 earlier" in p.stdout or (
+        "bench (aduet): dropped by the check" in p.stdout
+    ), p.stdout
+    assert "Priors from" in summary.read_text()
     assert git(clone, "worktree", "list").count("\n") == 0
