@@ -188,3 +188,47 @@ def test_bisect_steps_use_the_priors_of_the_steps_before_them(tmp_path: Path) ->
         ("c0", "c1"),
         ("c0", "c2"),
     ]
+
+
+def test_the_summary_says_per_benchmark_whether_the_priors_were_used_missing_or_dropped() -> None:
+    from duetbench.ci.gate import gate_markdown, priors_summary
+
+    prior = {"sd": 0.0123, "df": 20, "experiments": 3, "runs": 23}
+    stops = {
+        "history": {"repository": "perf.sqlite", "host": "0123456789abcdef", "last": 10},
+        "stops": {
+            "a/seqn": {
+                "method": "seqn",
+                "priors": {"a": prior, "b": prior},
+                "decisions": {"a": {"prior_used": True}, "b": {"prior_used": False}},
+            },
+            "c/aduet": {"method": "aduet", "decisions": {"c": {"prior_used": None}}},
+            "c/sduet": {"method": "sduet", "stopped": "not chosen", "decisions": {"c": {}}},
+        },
+    }
+    head, *lines = priors_summary(stops)
+    assert head == (
+        "priors from perf.sqlite (this runner: host 0123456789ab; the last 10 experiments "
+        "of each benchmark)"
+    )
+    assert lines == [
+        "a (seqn): used -- the spread of 3 earlier experiment(s) on this runner (23 runs, "
+        "sd 1.23 %)",
+        "b (seqn): dropped by the check -- these runs did not match the spread of 3 earlier "
+        "experiment(s) on this runner (23 runs, sd 1.23 %) (noisier, or serially correlated), "
+        "so the rule decided without it (docs/adaptive.md, 'Stopping with the repository's "
+        "priors')",
+        "c (aduet): none -- no earlier experiment of it on this runner; this one is the first "
+        "the next gate can use",
+    ]
+    # without --history: nothing; the Markdown summary carries the lines as a list
+    assert priors_summary({"stops": stops["stops"]}) == [] == priors_summary(None)
+    md = gate_markdown("duet gate: HEAD", 0, _NoRows(), "| t |", [head, *lines])
+    assert "Priors from perf.sqlite" in md and "\n- a \\(seqn\\): used" in md
+
+
+class _NoRows:
+    """A verdict table without rows (gate_markdown reads ``to_dict('records')``)."""
+
+    def to_dict(self, orient: str) -> list[dict[str, Any]]:
+        return []
