@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from ..text import visible
     from ._options import parse_duration
     from .gate import add_to_history, build_timeout, gate_priors, stopped_experiment, tree_versions
+    from .history import history_priors
     from .plan import this_host_cpus
 
     budget = (
@@ -59,14 +60,12 @@ def run(args: argparse.Namespace) -> int:
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
     # --history: a repository that cannot be used is refused now, before any build
     first = gate_priors(args)
-    read = [first]
+    pending = [] if first is None else [first]
 
     def priors() -> tuple[dict[Any, Any], dict[str, Any]]:
         """This runner's priors before a candidate: the first read, then read again, so
         the comparisons this bisect added count for the next candidate."""
-        found = read.pop() if read else gate_priors(args)
-        assert found is not None
-        return found
+        return pending.pop() if pending else history_priors(args, None, create=True)
 
     def show(step: Step) -> None:
         iv = (
