@@ -21,6 +21,7 @@ whether the prior was used or dropped.
     python3 benchmarks/gate_priors_study.py                    # C program, 2 tries
     python3 benchmarks/gate_priors_study.py --workload example --tries 2
     python3 benchmarks/gate_priors_study.py --workload seeded --tries 10 --sd 0.02
+    python3 benchmarks/gate_priors_study.py --workload seeded --until precise:1%
     python3 benchmarks/gate_priors_study.py --tries 1 --gates 3
 
 The machine's load is printed before and after: the figures mean nothing without it.
@@ -130,6 +131,7 @@ def main() -> None:
     )
     ap.add_argument("--workload", choices=("c", "example", "seeded"), default="c")
     ap.add_argument("--sd", type=float, default=0.01, help="seeded: run noise per side")
+    ap.add_argument("--until", default="decided", help="the gates' goal (default decided)")
     ap.add_argument("--tries", type=int, default=2, help="fresh repositories (default 2)")
     ap.add_argument("--gates", type=int, default=len(GATES), help="gates per try (default 5)")
     ap.add_argument("--ms", type=float, default=20.0, help="the program's run time (ms)")
@@ -152,6 +154,7 @@ def main() -> None:
         else:
             repo = seeded_history(try_root, f"try {t}", args.sd, args.max_runs)
         extra_all = ["--max-runs", str(args.max_runs)] if args.workload == "seeded" else []
+        extra_all += ["--until", args.until]
         history = try_root / "perf.sqlite"
         for k, (base, head) in enumerate(GATES[: args.gates]):
             runs = {}
@@ -175,7 +178,7 @@ def main() -> None:
         "seeded": f"seeded iteration times, run noise {args.sd * 100:g} % per side, seqn, "
         f"max_runs {args.max_runs}",
     }[args.workload]
-    print(f"\nload after: {load()}; {what}")
+    print(f"\nload after: {load()}; {what}; --until {args.until}")
     print("\n| try | gate | commits | prior (earlier gates) | runs with / without | "
           "machine s with / without | verdict with / without |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
