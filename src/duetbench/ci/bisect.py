@@ -54,6 +54,10 @@ class Step:
     results: str = ""  # the results directories of its comparisons, ", "-separated
     why: str = ""
     looks: int = 1  # comparisons of this candidate (more than one: extended)
+    #: with --history, what the repository's priors did in its verdict: "used", "dropped"
+    #: (by the check: these runs were noisier) or "none" (none for it on this runner);
+    #: "" without --history
+    prior: str = ""
 
 
 @dataclass(frozen=True)
@@ -163,10 +167,15 @@ def combined_rows(roots: Sequence[Path]) -> list[dict[str, Any]]:
                 "runs": d.runs,
                 "explanation": d.explanation,
                 "looks": len(parts),
+                "prior_used": d.prior_used,
             }
         )
     out += [r for k, r in plain.items() if k not in values]
     return out
+
+
+def _prior_word(used: object) -> str:
+    return "used" if used is True else "dropped" if used is False else "none"
 
 
 def _worst(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -191,6 +200,9 @@ class _Search:
     budget_s: float | None
     started: float = field(default_factory=time.monotonic)
     good_label: str = ""  # --good as the user gave it, for messages
+    #: --history: reads the repository's priors for this runner, once per candidate (so
+    #: the comparisons ``record`` added before count)
+    priors: Callable[[], tuple[dict[Any, Any], dict[str, Any]]] | None = None
 
     def over_budget(self) -> bool:
         return self.budget_s is not None and time.monotonic() - self.started >= self.budget_s
@@ -225,13 +237,17 @@ class _Search:
         roots: list[Path] = []
         rows: list[dict[str, Any]] = []
         todo = self.exp
+        # one set of priors for all of the candidate's comparisons: its extensions, added to
+        # the repository by ``record``, are read together with the first (combined_rows),
+        # never again as a prior of their own
+        priors = None if self.priors is None or self.over_budget() else self.priors()
         while len(roots) < self.max_looks and not self.over_budget():
             name = gate_name(self.exp.name, self.good, commit).replace("-gate-", "-bisect-")
             if roots:
                 name += f"-more{len(roots)}"
             title = f"duet bisect: {commit[:10]} against {self.good[:10]}"
             experiment = tree_experiment(todo, self.good_tree, tree, name)
-            res = compare_trees(experiment, self.out_dir, title)
+            res = compare_trees(experiment, self.out_dir, title, priors=priors)
             if res.interrupted:
                 raise KeyboardInterrupt
             if self.record is not None:
@@ -274,6 +290,7 @@ class _Search:
             where,
             why,
             int(row.get("looks") or len(roots)),
+            _prior_word(row.get("prior_used")) if self.priors is not None else "",
         )
 
 
@@ -290,13 +307,16 @@ def bisect(
     record: Callable[[Path, Path, Path], None] | None = None,
     max_looks: int = MAX_LOOKS,
     budget_s: float | None = None,
+    priors: Callable[[], tuple[dict[Any, Any], dict[str, Any]]] | None = None,
 ) -> BisectResult:
     """Search the first-parent history from ``good`` (exclusive) to ``bad``.
 
     ``max_looks``: comparisons of one candidate (the first and the extensions of an
     inconclusive one) before it is skipped; ``budget_s``: wall-clock seconds the bisect
     may take (None: no limit), checked before every comparison -- when it ends, the
-    result holds the range that remains (``budget_ended``)."""
+    result holds the range that remains (``budget_ended``). ``priors`` (``--history``):
+    called before each candidate's first comparison, the priors its stopping rules use
+    (docs/history.md, "Gates feed the repository")."""
     if max_looks < 1:
         raise DuetError(f"--max-looks must be at least 1, got {max_looks}")
     if budget_s is not None and not budget_s > 0:
@@ -323,7 +343,7 @@ def bisect(
             raise DuetError(f"the known-good revision {good!r} does not build: {exc}") from None
         search = _Search(
             exp, trees, good_c, good_tree, out_dir, build, build_timeout, record, max_looks,
-            budget_s, started, good,
+            budget_s, started, good, priors,
         )  # fmt: skip
         steps: list[Step] = []
         lo, hi, skipped = -1, len(commits) - 1, set()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "in_tree",
     "judge",
     "micro_in_tree",
+    "priors_summary",
     "runs_failed",
     "tree_experiment",
 ]
@@ -120,6 +122,9 @@ class GateResult:
     interrupted: bool
     markdown: str
     table: Any = None  # report.tables.Table: the verdict table, for a terminal
+    #: what the repository's priors did (:func:`priors_summary`): a heading, then one line
+    #: per benchmark x method; empty without ``--history``
+    priors: tuple[str, ...] = ()
 
 
 def exit_code_of(verdicts: list[str]) -> int:
@@ -232,19 +237,26 @@ class _FailFast:
 
 
 def compare_trees(
-    exp: Experiment, out_dir: Path, title: str, *, observer: Any = None
+    exp: Experiment,
+    out_dir: Path,
+    title: str,
+    *,
+    observer: Any = None,
+    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
 ) -> GateResult:
     """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it.
 
     Python benchmarks are calibrated first (a side that cannot import or run its target:
     a :class:`~duetbench.micro.api.MicroError` naming it); a benchmark whose every run
     failed raises :class:`RunsFailed`, as soon as :data:`FAIL_FAST_RUNS` of its runs
-    did."""
+    did. ``priors``: (the spread of this runner's earlier experiments per (benchmark,
+    method), where from) for the stopping rules, as `duet run --history` passes them
+    (docs/adaptive.md, "Stopping with the repository's priors")."""
     from ..micro.experiment import calibrate_experiment
     from ..schedule.inline import run_experiment
 
     exp = calibrate_experiment(exp, base=Path.cwd())  # its paths are absolute (in the trees)
-    summary = run_experiment(exp, out_dir, observer=_FailFast(observer))
+    summary = run_experiment(exp, out_dir, observer=_FailFast(observer), priors=priors)
     if summary.interrupted:
         return GateResult(summary.root, None, ExitCode.INTERRUPTED, True, "")
     failed = runs_failed(summary.root)
@@ -265,14 +277,64 @@ def judge(root: Path, title: str, threshold: float = 0.0) -> GateResult:
 
     dataset = open_dataset(root)
     table = verdicts(dataset, default_options(dataset, threshold=threshold))
+    prior_lines = tuple(priors_summary(dataset.stops))
     if table.rows.empty:
-        return GateResult(
-            root, None, ExitCode.INCONCLUSIVE, False, f"## {title}\n\nno usable runs\n"
-        )
+        md = f"## {title}\n\nno usable runs\n"
+        return GateResult(root, None, ExitCode.INCONCLUSIVE, False, md, priors=prior_lines)
     code = exit_code_of(table.verdict_list())
     shown = verdict_table(table)
-    md = gate_markdown(title, code, table.rows, compare_markdown(shown))
-    return GateResult(root, table.rows, code, False, md, shown)
+    md = gate_markdown(title, code, table.rows, compare_markdown(shown), prior_lines)
+    return GateResult(root, table.rows, code, False, md, shown, prior_lines)
+
+
+_PRIORS_DOC = "docs/adaptive.md, 'Stopping with the repository's priors'"
+
+
+def priors_summary(stops: Any) -> list[str]:
+    """What the results repository's priors did in the comparison whose stops.json is
+    ``stops`` (empty when it was run without ``--history``): a heading naming the
+    repository and this runner's host fingerprint, then per benchmark x method whether
+    its stopping rule used the spread of earlier experiments (and of how many), had none
+    to use (a first gate on this runner), or dropped them because the check found these
+    runs noisier (docs/history.md, "Gates feed the repository")."""
+    if not isinstance(stops, dict) or not isinstance(stops.get("history"), dict):
+        return []
+    src = stops["history"]
+    host = str(src.get("host") or "?")[:12]
+    lines = [
+        f"priors from {src.get('repository')} (this runner: host {host}; the last "
+        f"{src.get('last')} experiments of each benchmark)"
+    ]
+    for _key, entry in sorted((stops.get("stops") or {}).items()):
+        if not isinstance(entry, dict) or entry.get("stopped") == "not chosen":
+            continue
+        method = str(entry.get("method"))
+        given = entry.get("priors") or {}
+        for bench, d in sorted((entry.get("decisions") or {}).items()):
+            p = given.get(bench)
+            if not isinstance(p, dict):
+                what = (
+                    "none -- no earlier experiment of it on this runner; this one is the "
+                    "first the next gate can use"
+                )
+            else:
+                earlier = (
+                    f"{p.get('experiments')} earlier experiment(s) on this runner "
+                    f"({p.get('runs')} runs, sd {float(p.get('sd') or 0.0) * 100:.2f} %)"
+                )
+                used = d.get("prior_used") if isinstance(d, dict) else None
+                if used is True:
+                    what = f"used -- the spread of {earlier}"
+                elif used is False:
+                    what = (
+                        f"dropped by the check -- these runs did not match the spread of "
+                        f"{earlier} (noisier, or serially correlated), so the rule decided "
+                        f"without it ({_PRIORS_DOC})"
+                    )
+                else:
+                    what = f"not used (no runs) -- {earlier} were available"
+            lines.append(f"{bench} ({method}): {what}")
+    return lines
 
 
 _OUTCOME = {
@@ -299,8 +361,11 @@ def reasons(rows: Any) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
-    """The summary: outcome, the verdict table, and per benchmark why (not) significant."""
+def gate_markdown(
+    title: str, code: int, rows: Any, table_md: str, priors: Sequence[str] = ()
+) -> str:
+    """The summary: outcome, the verdict table, per benchmark why (not) significant, and
+    what the repository's priors did (``priors``: :func:`priors_summary`'s lines)."""
     from ..report.formatting import md_heading, md_text
 
     verdict = _OUTCOME.get(ExitCode(code), str(code))
@@ -309,6 +374,9 @@ def gate_markdown(title: str, code: int, rows: Any, table_md: str) -> str:
         lines.append(
             f"- **{md_text(bench)}** ({md_text(method)}): {verdict_text} -- {md_text(why)}"
         )
+    if priors:
+        lines += ["", md_text(priors[0][:1].upper() + priors[0][1:]) + ":", ""]
+        lines += [f"- {md_text(line)}" for line in priors[1:]]
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..ci.bisect import MAX_LOOKS
 from ..errors import ExitCode
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import DuetError
     from ..text import visible
     from ._options import parse_duration
-    from .gate import add_to_history, build_timeout, stopped_experiment
+    from .gate import add_to_history, build_timeout, gate_priors, stopped_experiment, tree_versions
+    from .history import history_priors
     from .plan import this_host_cpus
 
     budget = (
@@ -56,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
     if args.max_looks < 1:
         raise DuetError(f"--max-looks must be at least 1, got {args.max_looks}")
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
+    # --history: a repository that cannot be used is refused now, before any build
+    first = gate_priors(args)
+    pending = [] if first is None else [first]
+
+    def priors() -> tuple[dict[Any, Any], dict[str, Any]]:
+        """This runner's priors before a candidate: the first read, then read again, so
+        the comparisons this bisect added count for the next candidate."""
+        return pending.pop() if pending else history_priors(args, None, create=True)
 
     def show(step: Step) -> None:
         iv = (
@@ -67,16 +77,17 @@ def run(args: argparse.Namespace) -> int:
         )
         subject = visible(step.subject)  # a commit subject and a build's output: user text
         looks = f", {step.looks} comparisons" if step.looks > 1 else ""
+        prior = f", priors {step.prior}" if step.prior and step.outcome != "skip" else ""
         print(
-            f"{step.commit[:10]} {step.outcome:4} {step.verdict}{iv} ({step.runs} runs{looks}) "
-            f"{subject}"
+            f"{step.commit[:10]} {step.outcome:4} {step.verdict}{iv} ({step.runs} runs{looks}"
+            f"{prior}) {subject}"
         )
         if step.outcome == "skip" and step.why:
             print(f"    skipped: {visible(step.why.splitlines()[0])}")
 
     def record(root: Path, a_tree: Path, b_tree: Path) -> None:
         if args.history:
-            add_to_history(args.history, root, a_tree, b_tree)
+            add_to_history(args.history, root, tree_versions(a_tree, b_tree))
 
     result = bisect(
         exp,
@@ -90,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         record=record,
         max_looks=args.max_looks,
         budget_s=budget,
+        priors=priors if first is not None else None,
     )
     if result.first_bad is None:
         why = "the --total-budget ended" if result.budget_ended else "candidates skipped"

@@ -67,7 +67,18 @@ def add_tree_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--history",
         metavar="REPO",
-        help="add every comparison to this results repository (a file or a postgresql:// URL)",
+        help="a results repository (a file, created when missing, or a postgresql:// URL): "
+        "the stopping rule starts from the spread of this runner's earlier experiments in it, "
+        "and every comparison is added to it afterwards (docs/history.md, 'Gates feed the "
+        "repository')",
+    )
+    p.add_argument(
+        "--last",
+        type=int,
+        default=10,
+        metavar="N",
+        help="with --history: the priors from the last N experiments of each benchmark on "
+        "this runner (default 10)",
     )
 
 
@@ -111,17 +122,32 @@ def build_timeout(args: argparse.Namespace) -> float | None:
     return None if text is None else parse_duration(text, "--build-timeout")
 
 
-def add_to_history(url: str, root: Path, a_tree: Path, b_tree: Path) -> None:
-    from ..history import Repository
+def gate_priors(args: argparse.Namespace) -> tuple[dict[Any, Any], dict[str, Any]] | None:
+    """--history REPO: this runner's priors for the stopping rules, read before anything is
+    checked out or measured (a repository that cannot be used: exit 2 now, not after the
+    gate). A missing repository file is created: a first gate has no priors, and says so."""
+    from .history import history_priors
+
+    if not args.history:
+        return None
+    return history_priors(args, None, create=True)
+
+
+def tree_versions(a_tree: Path, b_tree: Path) -> dict[str, Any]:
+    """The versions a comparison measured: A the commit checked out in ``a_tree``, B in
+    ``b_tree`` (labelled by `git describe --tags --always`)."""
     from ..history.versions import version_from_git
 
-    repo = Repository.open(url)
-    try:
-        repo.add(root, {"A": version_from_git(a_tree), "B": version_from_git(b_tree)})
-    finally:
-        close = getattr(repo, "close", None)
-        if close is not None:
-            close()
+    return {"A": version_from_git(a_tree), "B": version_from_git(b_tree)}
+
+
+def add_to_history(url: str, root: Path, versions: dict[str, Any]) -> tuple[Any, str]:
+    """Add the comparison at ``root`` to the repository at ``url``: its ExperimentInfo and
+    the repository's location (to show)."""
+    from ..history import Repository
+
+    with Repository.open(url) as repo:
+        return repo.add(root, versions), repo.location
 
 
 def write_step_summary(markdown: str) -> None:
@@ -141,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
     exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
     timeout = build_timeout(args)
+    priors = gate_priors(args)
     with Trees(args.git) as trees:
         base, head = resolve(trees.repo, args.base), resolve(trees.repo, args.head)
         changed = trees.uncommitted()
@@ -156,17 +183,25 @@ def run(args: argparse.Namespace) -> int:
         trees.build(head_tree, args.build, timeout=timeout)
         name = gate_name(exp.name, base, head)
         title = f"duet gate: {args.head} ({head[:10]}) against {args.base} ({base[:10]})"
-        result = compare_trees(tree_experiment(exp, base_tree, head_tree, name), args.output, title)
+        experiment = tree_experiment(exp, base_tree, head_tree, name)
+        result = compare_trees(experiment, args.output, title, priors=priors)
         if result.interrupted:
             return ExitCode.INTERRUPTED
-        if args.history:
-            add_to_history(args.history, result.root, base_tree, head_tree)
+        versions = tree_versions(base_tree, head_tree) if args.history else None
     if args.format == "markdown" or result.table is None:
         print(result.markdown, end="")
     else:
         print_summary(title, result)
-    print(f"results: {visible(str(result.root))}")
+    print(f"results: {visible(str(result.root))}", flush=True)
     write_step_summary(result.markdown)
+    if versions is not None:  # after the verdict is out: an error here loses no answer
+        info, location = add_to_history(args.history, result.root, versions)
+        print(
+            f"duet gate: added to {visible(location)} as experiment #{info.id} "
+            f"({visible(info.version_a)} vs {visible(info.version_b)}): the next gate on this "
+            "runner starts from its spread",
+            file=sys.stderr,
+        )
     return result.exit_code
 
 
@@ -183,3 +218,5 @@ def print_summary(title: str, result: Any) -> None:
     for bench, method, verdict, why in reasons(result.rows):
         line = f"  {visible(bench)} ({method}): {verdict} -- {visible(why)}"
         console.print(line, markup=False, highlight=False)
+    for i, line in enumerate(result.priors):
+        console.print(("  " if i else "") + visible(line), markup=False, highlight=False)

@@ -88,9 +88,14 @@ def history_versions(args: argparse.Namespace, optional: bool = False) -> dict[s
     return versions_from_args(args)
 
 
-def history_priors(args: argparse.Namespace, exp: Any) -> tuple[dict[Any, Any], dict[str, Any]]:
+def history_priors(
+    args: argparse.Namespace, exp: Any, *, create: bool = False
+) -> tuple[dict[Any, Any], dict[str, Any]]:
     """`duet run --history REPO` with a stopping rule: the spread of every benchmark x
-    method in this host's last ``--last`` experiments, and where it came from."""
+    method in this host's last ``--last`` experiments, and where it came from.
+    ``create`` (`duet gate`/`duet bisect`): a missing repository file is created (empty:
+    no priors yet) rather than refused; a file that is not a repository is refused either
+    way, before anything is measured."""
     from ..history import Repository, fingerprint
     from ..history.priors import stopping_priors
     from ..hosts import detect_host
@@ -98,7 +103,7 @@ def history_priors(args: argparse.Namespace, exp: Any) -> tuple[dict[Any, Any], 
     if args.last < 1:
         raise DuetError(f"--last must be at least 1 (experiments), got {args.last}")
     host = fingerprint(detect_host()).fingerprint
-    with Repository.open(args.history, create=False) as repo:
+    with Repository.open(args.history, create=create) as repo:
         found = stopping_priors(repo, host, args.last)
         location = repo.location
     del exp
