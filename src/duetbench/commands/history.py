@@ -88,22 +88,25 @@ def history_versions(args: argparse.Namespace, optional: bool = False) -> dict[s
     return versions_from_args(args)
 
 
-def history_priors(args: argparse.Namespace, exp: Any) -> tuple[dict[Any, Any], dict[str, Any]]:
+def history_priors(
+    args: argparse.Namespace, exp: Any
+) -> tuple[dict[Any, Any], dict[str, Any], dict[Any, Any]]:
     """`duet run --history REPO` with a stopping rule: the spread of every benchmark x
-    method in this host's last ``--last`` experiments, and where it came from."""
+    method in this host's last ``--last`` experiments, where it came from, and for
+    ``method: auto`` the spread with the machine seconds per repetition."""
     from ..history import Repository, fingerprint
-    from ..history.priors import stopping_priors
+    from ..history.priors import host_priors, method_priors, spread_priors
     from ..hosts import detect_host
 
     if args.last < 1:
         raise DuetError(f"--last must be at least 1 (experiments), got {args.last}")
     host = fingerprint(detect_host()).fingerprint
     with Repository.open(args.history, create=False) as repo:
-        found = stopping_priors(repo, host, args.last)
+        found = host_priors(repo, host, args.last)
         location = repo.location
     del exp
     source = {"repository": str(location), "host": host, "last": int(args.last)}
-    return found, source
+    return spread_priors(found), source, method_priors(found)
 
 
 def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Version]) -> None:
