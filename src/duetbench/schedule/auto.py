@@ -124,6 +124,8 @@ class AutoChooser:
         if auto.chosen is not None and len(values[auto.chosen]) < need:
             return True  # chosen from the repository: a re-check waits for its runs
         eligible = {m: v for m, v in values.items() if len(v) >= need or m == auto.chosen}
+        if auto.chosen is not None and list(eligible) == [auto.chosen]:
+            return True  # nothing measured here to compare it with
         priors = {}
         if auto.chosen is None:  # the first choice: the repository's scores count
             priors = {m: p for m, p in auto.known.items() if m not in eligible}
@@ -151,6 +153,8 @@ class AutoChooser:
                 "first chosen from the repository were noisier than its earlier experiments)",
             )
         changed = choice.method != auto.chosen
+        if not changed and auto.known and not auto.stale:
+            return True  # kept: the evidence stays the first choice's, with its sources
         for m, st in states.items():
             if m == choice.method and changed:
                 st.stopped, st.analyse_from = None, choice.analyse_from
