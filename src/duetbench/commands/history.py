@@ -62,8 +62,9 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
         "--history",
         metavar="REPO",
         help="a results repository (a file or a postgresql:// URL): with a stopping rule "
-        "(--until), stop with the spread of this host's earlier experiments in it "
-        "(docs/adaptive.md); with --versions or --git, add the experiment to it afterwards",
+        "(--until), stop with the spread of this host's earlier experiments in it, and "
+        "let --method auto choose from them without a pilot (docs/adaptive.md); with "
+        "--versions or --git, add the experiment to it afterwards",
     )
     p.add_argument(
         "--last",
