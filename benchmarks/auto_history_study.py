@@ -119,7 +119,9 @@ def repository(rng: np.random.Generator, plan: list[Any], bursty: bool) -> tuple
             ss[m] += float(np.sum((y - y.mean()) ** 2))
             df[m] += len(y) - 1
     runs = EARLIER * EARLIER_REPS
-    spread = {("b", m): SpreadPrior(math.sqrt(ss[m] / df[m]), df[m], EARLIER, runs) for m in METHODS}
+    spread = {
+        ("b", m): SpreadPrior(math.sqrt(ss[m] / df[m]), df[m], EARLIER, runs) for m in METHODS
+    }
     cost = {
         ("b", m): MethodPrior(
             math.sqrt(ss[m] / df[m]),
@@ -150,7 +152,9 @@ def run(
     priors: tuple[dict, dict] | None,
 ) -> dict[str, Any]:
     """Feed the plan's runs as a live run does; the stop of ``methods`` (auto if several)."""
-    settings = StopSettings(until="precise", precision=UNREACHABLE, budget_s=budget, max_runs=10_000)
+    settings = StopSettings(
+        until="precise", precision=UNREACHABLE, budget_s=budget, max_runs=10_000
+    )
     tracker = Replay(None, plan, {stop_key("b", m): settings for m in methods})  # type: ignore[arg-type]
     tracker.values = values
     if len(methods) > 1:
@@ -199,8 +203,11 @@ def summarize(rows: list[dict[str, Any]], cond: str, budget: float) -> None:
         mean = {m: statistics.fmean(v) for m, v in fixed.items()}
         best = min(METHODS, key=mean.__getitem__)
         widths = [r[auto]["width"] for r in rows]
-        per_try = sorted(w / r[best + suffix]["width"] for w, r in zip(widths, rows))
-        hind = sorted(w / min(r[m + suffix]["width"] for m in METHODS) for w, r in zip(widths, rows))
+        per_try = sorted(w / r[best + suffix]["width"] for w, r in zip(widths, rows, strict=True))
+        hind = sorted(
+            w / min(r[m + suffix]["width"] for m in METHODS)
+            for w, r in zip(widths, rows, strict=True)
+        )
         chose = sum(r[auto]["method"] == best for r in rows)
         pilots = sum(r[auto]["pilot_runs"] for r in rows) / len(rows)
         again = sum(r[auto]["again"] for r in rows)
