@@ -643,6 +643,29 @@ def test_auto_compares_the_repositorys_scores_with_a_pilots() -> None:
     assert both.source["aduet"] == "pilot" and both.method == "seqn"
 
 
+def test_a_chosen_methods_runs_contradict_its_prior_only_2x_noisier_and_beyond_chance() -> None:
+    """The trigger of a second pilot: the runs' variance over the prior's at least 2x
+    (the re-check's margin) and above F(0.95; n - 1, df0)."""
+    from scipy import stats
+
+    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive.auto import contradicts
+
+    prior = MethodPrior(0.01, 20, 0.3)
+    runs = [0.02, -0.02, 0.02, -0.02, 0.02, -0.02]  # var 0.00048 = 4.8x the prior's
+    assert stats.f.ppf(0.95, 5, 20) == pytest.approx(2.71, abs=0.01)
+    assert contradicts(runs, prior)
+    assert not contradicts(runs[:2], prior)  # needs 3 runs
+    # 3 runs of variance 4x: F(0.95; 2, 20) = 3.49 < 4 -> contradicted; 3x is not
+    assert contradicts([0.02, 0.0, -0.02], prior)  # var 4e-4 = 4x
+    assert not contradicts([0.0173, 0.0, -0.0173], prior)  # 3x < 3.49
+    # many runs 1.8x noisier than a prior of 200 df: significant, but under the margin
+    many, known = np.tile([0.0134, -0.0134], 100), MethodPrior(0.01, 200, 0.3)
+    assert stats.f.sf(np.var(many, ddof=1) / 1e-4, 199, 200) < 0.001
+    assert not contradicts(many, known)
+    assert contradicts(many * 1.1, known)  # 2.2x
+
+
 def test_a_counted_pilot_is_looked_at_first_with_as_many_runs_after_it() -> None:
     """A tight pilot alone never stops the rule: the first look waits for 10 runs."""
     rule = StopRule.create(until=Goal.PRECISE, precision=0.05, max_runs=30)

@@ -29,7 +29,7 @@ from scipy import stats
 
 from duetbench.errors import AnalysisError
 
-__all__ = ["PILOT_SHARE", "MethodChoice", "MethodPrior", "choose_method"]
+__all__ = ["PILOT_SHARE", "MethodChoice", "MethodPrior", "choose_method", "contradicts"]
 
 #: Pilot runs per method before a choice (the default of ``method: auto``).
 PILOT_RUNS = 5
@@ -174,6 +174,21 @@ def choose_method(
         first_look,
         source,
     )
+
+
+def contradicts(values: object, prior: MethodPrior, *, margin: float = SWITCH_MARGIN) -> bool:
+    """Whether the run values of a method chosen from the repository say that its
+    ``prior`` no longer describes this machine: their variance is ``margin`` times the
+    prior's or more, and more beyond chance (the F distribution's SWITCH_CONFIDENCE
+    quantile with ``(n - 1, prior.df)`` degrees of freedom) -- the re-check's rule for a
+    switch, turned on the chosen method's own prior. Needs 3 values."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 3:
+        return False
+    ratio = float(np.var(v, ddof=1)) / max(prior.sd**2, 1e-300)
+    chance = float(stats.f.ppf(SWITCH_CONFIDENCE, len(v) - 1, int(prior.df)))
+    return ratio > max(margin, chance)
 
 
 def _explain(

@@ -47,6 +47,7 @@ class _Auto:
     known: dict[str, Any] = field(default_factory=dict)
     repilot: bool = False
     stale: bool = False  # the repository's scores no longer describe this machine
+    final: bool = False  # re-checked once after the second pilot: the choice stands
 
 
 def _seconds(states: Iterable[_State]) -> float:
@@ -104,11 +105,15 @@ class AutoChooser:
         values = {m: self._method_values(bench, m) for m in auto.methods}
         states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
         spent = self._auto_budget_spent(bench, auto)
+        if auto.final:
+            return True
         if auto.repilot:  # the other known methods piloted, the chosen one measuring on
             pilot = [m for m in auto.known if m != auto.chosen]
-            if not spent and not self._pilot_over(auto, pilot, values, states):
+            if not spent and not self._pilot_over(auto, pilot, values, states, share=False):
                 return method == auto.chosen
-            auto.repilot = False
+            # one re-check on it: a small pilot compared again after every run of the
+            # chosen method would switch by chance, and back (seen in the simulation)
+            auto.repilot, auto.final = False, True
         elif auto.chosen is None and not spent:
             pilot = [m for m in auto.methods if m not in auto.known]
             if not self._pilot_over(auto, pilot, values, states):
@@ -175,12 +180,14 @@ class AutoChooser:
         pilot: list[str],
         values: dict[str, list[float]],
         states: dict[str, _State],
+        share: bool = True,
     ) -> bool:
         """Whether the pilot of the methods ``pilot`` is over: each has ``PILOT_RUNS``
         values, or ran twice that without them, or has no planned run left; with a
-        repository (``auto.known``) also when another round of those still short would
-        take the pilot beyond ``PILOT_SHARE`` of the benchmark's budget (a method not run
-        yet is guessed at the dearest known method's seconds per repetition)."""
+        repository (``auto.known``) and ``share``, also when another round of those still
+        short would take the pilot beyond ``PILOT_SHARE`` of the benchmark's budget (a
+        method not run yet is guessed at the dearest known method's seconds per
+        repetition). The second pilot (the repository contradicted) is a full one."""
         from ..adaptive import PILOT_RUNS, PILOT_SHARE
 
         short = [
@@ -193,7 +200,7 @@ class AutoChooser:
         if not short:
             return True
         budget = states[short[0]].rule.budget_s
-        if not auto.known or budget is None:
+        if not share or not auto.known or budget is None:
             return False
         guess = max(p.seconds_per_run for p in auto.known.values())
         more = sum(states[m].per_rep or guess for m in short)
@@ -219,11 +226,14 @@ class AutoChooser:
         return per * n if math.isfinite(per) and per > 0 else st.seconds
 
     def _check_repository(self, bench: str, auto: _Auto, stopped: bool) -> None:
-        """After a decision of a method chosen from the repository: when its stopping rule
-        dropped the repository's spread (its runs here are noisier than before), the
-        repository's scores of the other methods are no longer trusted either -- the
-        other methods it knew are piloted now and the choice re-checked on this
-        experiment's runs (within PILOT_SHARE of the budget). A stop ends such a pilot."""
+        """After a decision of a method chosen from the repository: when its runs here are
+        noisier than its prior by the re-check's margin and beyond chance
+        (adaptive.auto.contradicts), the repository's scores of the other methods are no
+        longer trusted either -- the other methods it knew are piloted now (PILOT_RUNS
+        each) and the choice re-checked once on this experiment's runs. A stop ends such
+        a pilot."""
+        from ..adaptive.auto import contradicts
+
         states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
         if stopped:
             if auto.repilot:
@@ -232,15 +242,18 @@ class AutoChooser:
                     if m != auto.chosen and st.stopped is None:
                         st.stopped = "not chosen"
             return
-        if auto.stale or auto.chosen not in auto.known or auto.choice is None:
+        chosen = auto.chosen
+        if auto.stale or chosen not in auto.known or auto.choice is None:
             return
-        if auto.choice.source.get(auto.chosen) != "repository":
+        if auto.choice.source.get(chosen) != "repository":
             return
-        decisions = states[auto.chosen].decisions.values()
-        if not any(getattr(d, "prior_used", None) is False for d in decisions):
+        st = states[chosen]
+        if not contradicts(
+            self._method_values(bench, chosen)[st.analyse_from :], auto.known[chosen]
+        ):
             return
         auto.stale = True
-        others = [m for m in auto.known if m != auto.chosen]
+        others = [m for m in auto.known if m != chosen]
         for m in others:
             if states[m].stopped == "not chosen":
                 states[m].stopped = None
