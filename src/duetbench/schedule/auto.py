@@ -129,6 +129,8 @@ class AutoChooser:
         if auto.chosen is not None and len(values[auto.chosen]) < need:
             return True  # chosen from the repository: a re-check waits for its runs
         eligible = {m: v for m, v in values.items() if len(v) >= need or m == auto.chosen}
+        if auto.final:
+            eligible = self._agreeing(auto, eligible, states)
         if auto.chosen is not None and list(eligible) == [auto.chosen]:
             return True  # nothing measured here to compare it with
         priors = {}
@@ -206,6 +208,28 @@ class AutoChooser:
         more = sum(states[m].per_rep or guess for m in short)
         return _seconds(states[m] for m in pilot) + more > PILOT_SHARE * budget
 
+    def _agreeing(
+        self, auto: _Auto, eligible: dict[str, list[float]], states: dict[str, _State]
+    ) -> dict[str, list[float]]:
+        """After a second pilot, the methods that may replace the chosen one: those whose
+        repository score beats the chosen method's score here, too (its run values times
+        its seconds per repetition as the repository times them). A pilot in a quiet
+        stretch of a bursty neighbour can make any method look best; a method the
+        repository saw suffer from the bursts is not taken on that alone."""
+        import numpy as np
+
+        chosen = str(auto.chosen)
+        v = np.asarray(eligible[chosen], dtype=np.float64)
+        if len(v) < 2:
+            return eligible
+        here = float(np.var(v, ddof=1)) * self._choice_seconds(states[chosen], len(v), True)
+        here /= len(v)
+        return {
+            m: x
+            for m, x in eligible.items()
+            if m == chosen or m not in auto.known or auto.known[m].score < here
+        }
+
     def _choice_seconds(self, st: _State, n: int, with_priors: bool) -> float:
         """Machine seconds of ``st``'s ``n`` values for the choice. Beside a repository's
         scores they are measured as the repository measures them -- each side's driver
@@ -232,7 +256,7 @@ class AutoChooser:
         longer trusted either -- the other methods it knew are piloted now (PILOT_RUNS
         each) and the choice re-checked once on this experiment's runs. A stop ends such
         a pilot."""
-        from ..adaptive.auto import contradicts
+        from ..adaptive.auto import SWITCH_MARGIN, contradicts
 
         states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
         if stopped:
@@ -247,10 +271,13 @@ class AutoChooser:
             return
         if auto.choice.source.get(chosen) != "repository":
             return
-        st = states[chosen]
-        if not contradicts(
-            self._method_values(bench, chosen)[st.analyse_from :], auto.known[chosen]
-        ):
+        runs = self._method_values(bench, chosen)[states[chosen].analyse_from :]
+        # the ranking can only have turned when the chosen method is noisier than its
+        # prior by more than its lead over the next method (and the re-check's margin)
+        scores = auto.choice.scores
+        lead = min((scores[m] for m in auto.known if m != chosen), default=scores[chosen])
+        margin = SWITCH_MARGIN * max(lead / scores[chosen] if scores[chosen] > 0 else 1.0, 1.0)
+        if not contradicts(runs, auto.known[chosen], margin=margin):
             return
         auto.stale = True
         others = [m for m in auto.known if m != chosen]
