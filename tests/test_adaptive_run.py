@@ -720,3 +720,30 @@ def test_method_auto_with_a_real_repository_runs_no_pilot(tmp_path: Path) -> Non
     assert row["explanation"].startswith(
         "method auto chose aduet from the repository's earlier experiments on this host"
     )
+
+
+def test_method_auto_after_a_second_pilot_switches_only_where_the_repository_agrees(
+    tmp_path: Path,
+) -> None:
+    """The second pilot makes seqn look 300x better than aduet's runs here, but the
+    repository saw seqn at 20 % (a quiet stretch of a bursty neighbour looks like
+    that): the pilot alone does not move the choice to seqn."""
+    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive.prior import SpreadPrior
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        return {"seqn": 0.002, "aduet": 0.05, "sduet": 0.03}[spec.method] * (-1) ** spec.rep
+
+    table = {"seqn": (0.2, 0.2), "aduet": (0.004, 0.1), "sduet": (0.008, 0.1)}
+    spread = {("b", m): SpreadPrior(sd, 30, 3, 33) for m, (sd, _) in table.items()}
+    cost = {("b", m): MethodPrior(sd, 30, sec, 33) for m, (sd, sec) in table.items()}
+    tracker, plan = _auto_tracker(
+        tmp_path, "{until: precise, precision: 0.5%, max_runs: 40}", value
+    )
+    tracker.use_priors(spread, {"repository": "r"}, cost)
+    assert tracker.autos["b"].chosen == "aduet"
+    _run_live(tracker, plan)
+    auto = tracker.autos["b"]
+    assert auto.stale and tracker.states[stop_key("b", "seqn")].reps == 5  # piloted again
+    assert auto.chosen != "seqn"
