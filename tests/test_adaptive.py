@@ -594,6 +594,78 @@ def test_auto_recheck_keeps_the_method_unless_clearly_better() -> None:
         choose_method({"seqn": [0.1, 0.2]}, {"seqn": 1.0})
 
 
+def test_auto_chooses_from_the_repository_without_a_pilot() -> None:
+    """Every method known from the repository: score = sd^2 x seconds per repetition, by
+    hand; the chosen method has no runs the choice rests on, so its rule looks as
+    without auto (first_look 0) and nothing is left out."""
+    from duetbench.adaptive import MethodPrior
+
+    priors = {
+        "seqn": MethodPrior(0.010, 40, 0.60, 45),  # 1e-4 x 0.6 = 6.0e-5
+        "aduet": MethodPrior(0.012, 40, 0.30, 45),  # 1.44e-4 x 0.3 = 4.32e-5
+        "sduet": MethodPrior(0.015, 40, 0.32, 45),  # 2.25e-4 x 0.32 = 7.2e-5
+    }
+    c = choose_method({}, {}, priors=priors)
+    assert c.scores == pytest.approx({"seqn": 6.0e-5, "aduet": 4.32e-5, "sduet": 7.2e-5})
+    assert c.method == "aduet" and (c.analyse_from, c.first_look) == (0, 0)
+    assert c.source == dict.fromkeys(priors, "repository")
+    assert c.runs == dict.fromkeys(priors, 45)
+    # +-1.96 sqrt(score / 3600 s), relative: aduet 0.0216 % after an hour
+    assert c.half_width_per_hour["aduet"] == pytest.approx(
+        math.expm1(1.959964 * math.sqrt(4.32e-5 / 3600)), rel=1e-9
+    )
+    assert c.explanation.startswith(
+        "aduet from the repository's earlier experiments on this host (45 runs): +-"
+    )
+    assert c.to_json()["source"] == dict.fromkeys(priors, "repository")
+    with pytest.raises(ValueError, match="machine seconds"):
+        MethodPrior(0.01, 5, 0.0)
+
+
+def test_auto_compares_the_repositorys_scores_with_a_pilots() -> None:
+    """seqn and aduet known, sduet piloted: its score from its runs as always; a pilot
+    method chosen counts its pilot (first look at twice it), a known one does not."""
+    from duetbench.adaptive import MethodPrior
+
+    priors = {"seqn": MethodPrior(0.010, 40, 0.60), "aduet": MethodPrior(0.012, 40, 0.30)}
+    pilot = [0.004, -0.004, 0.002, -0.002]  # var (ddof 1) = 4e-5 / 3
+    c = choose_method({"sduet": pilot}, {"sduet": 4 * 0.3}, pilot_runs=2, priors=priors)
+    assert c.scores["sduet"] == pytest.approx(4e-5 / 3 * 0.3)  # 4.0e-6: best
+    assert c.method == "sduet" and c.first_look == 4 and c.analyse_from == 0
+    assert c.source == {"sduet": "pilot", "seqn": "repository", "aduet": "repository"}
+    assert "seqn +-" in c.explanation and "[repository]" in c.explanation
+    noisy = [0.04, -0.04, 0.02, -0.02]  # 100x the variance: aduet from the repository
+    c = choose_method({"sduet": noisy}, {"sduet": 1.2}, pilot_runs=2, priors=priors)
+    assert c.method == "aduet" and (c.first_look, c.analyse_from) == (0, 0)
+    assert "[pilot, 4 runs]" in c.explanation
+    # a method with values of this experiment is scored from them, not its prior
+    both = choose_method({"aduet": noisy}, {"aduet": 1.2}, pilot_runs=2, priors=priors)
+    assert both.source["aduet"] == "pilot" and both.method == "seqn"
+
+
+def test_a_chosen_methods_runs_contradict_its_prior_only_2x_noisier_and_beyond_chance() -> None:
+    """The trigger of a second pilot: the runs' variance over the prior's at least 2x
+    (the re-check's margin) and above F(0.95; n - 1, df0)."""
+    from scipy import stats
+
+    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive.auto import contradicts
+
+    prior = MethodPrior(0.01, 20, 0.3)
+    runs = [0.02, -0.02, 0.02, -0.02, 0.02, -0.02]  # var 0.00048 = 4.8x the prior's
+    assert stats.f.ppf(0.95, 5, 20) == pytest.approx(2.71, abs=0.01)
+    assert contradicts(runs, prior)
+    assert not contradicts(runs[:2], prior)  # needs 3 runs
+    # 3 runs of variance 4x: F(0.95; 2, 20) = 3.49 < 4 -> contradicted; 3x is not
+    assert contradicts([0.02, 0.0, -0.02], prior)  # var 4e-4 = 4x
+    assert not contradicts([0.0173, 0.0, -0.0173], prior)  # 3x < 3.49
+    # many runs 1.8x noisier than a prior of 200 df: significant, but under the margin
+    many, known = np.tile([0.0134, -0.0134], 100), MethodPrior(0.01, 200, 0.3)
+    assert stats.f.sf(np.var(many, ddof=1) / 1e-4, 199, 200) < 0.001
+    assert not contradicts(many, known)
+    assert contradicts(many * 1.1, known)  # 2.2x
+
+
 def test_a_counted_pilot_is_looked_at_first_with_as_many_runs_after_it() -> None:
     """A tight pilot alone never stops the rule: the first look waits for 10 runs."""
     rule = StopRule.create(until=Goal.PRECISE, precision=0.05, max_runs=30)

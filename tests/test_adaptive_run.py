@@ -552,3 +552,198 @@ def test_a_precision_left_out_is_refused_not_taken_as_the_default() -> None:
         parse_stop({"until": "precise: "})
     assert parse_until("precise").precision == StopSettings().precision  # the default, asked
     assert parse_until("precise:2%").precision == 0.02
+
+
+# --- method auto with a results repository (docs/adaptive.md, "Choosing from the
+# repository") -----------------------------------------------------------------------
+
+
+def _known(*methods: str, sd: float = 0.004) -> tuple[dict[Any, Any], dict[str, Any], Any]:
+    """use_priors' arguments: the repository knows ``methods`` of benchmark `b` (aduet
+    the tightest per machine-second; a seqn repetition is two runs)."""
+    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive.prior import SpreadPrior
+
+    table = {"seqn": (0.004, 0.2), "aduet": (sd, 0.1), "sduet": (0.008, 0.1)}
+    spread = {("b", m): SpreadPrior(table[m][0], 30, 3, 33) for m in methods}
+    cost = {("b", m): MethodPrior(table[m][0], 30, table[m][1], 33) for m in methods}
+    return spread, {"repository": "perf.sqlite", "host": "h", "last": 10}, cost
+
+
+def test_method_auto_chooses_from_the_repository_before_any_run(tmp_path: Path) -> None:
+    """The repository knows every method: the choice is made before the first run, no
+    other method runs (their planned runs are all skipped), the chosen one's rule looks
+    as without auto, and stops.json says where each score came from; a replay of the
+    same runs (--resume) decides alike."""
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        return 0.004 * (1 if spec.rep % 2 else -1)
+
+    stop = "{until: precise, precision: 1%, max_runs: 40}"
+    live, plan = _auto_tracker(tmp_path, stop, value)
+    live.use_priors(*_known("seqn", "aduet", "sduet"))
+    assert live.autos["b"].chosen == "aduet"  # 0.004^2 x 0.1 against 1.6e-6 x 0.2, 6.4e-6
+    finished = _run_live(live, plan)
+    doc = live.document()["stops"]
+    for m in ("seqn", "sduet"):
+        v = doc[stop_key("b", m)]
+        assert (v["stopped"], v["runs"], v["seconds"]) == ("not chosen", 0, 0.0)
+        assert len(v["skipped"]) == len([s for s in plan if s.method == m])
+    aduet = doc[stop_key("b", "aduet")]
+    assert aduet["stopped"] == "precise" and aduet["first_look"] == 0
+    assert aduet["analyse_from"] == 0
+    assert aduet["priors"]["b"]["seconds_per_run"] == 0.1
+    choice = aduet["auto"]["choice"]
+    assert choice["source"] == {"seqn": "repository", "aduet": "repository", "sduet": "repository"}
+    assert aduet["auto"]["from_repository"] == ["aduet", "sduet", "seqn"]
+    assert choice["explanation"].startswith("aduet from the repository's earlier experiments")
+    records = {spec.run_id: _record(spec) for spec in plan if spec.run_id in finished}
+    store = type("Store", (), {"read_run": lambda self, run_id: records.get(run_id)})()
+    again, _ = _auto_tracker(tmp_path, stop, value, store)
+    again.use_priors(*_known("seqn", "aduet", "sduet"))
+    again.replay(finished)
+    keep = ("stopped", "runs", "analyse_from", "decisions", "auto")
+    assert [{k: v[k] for k in keep} for v in again.document()["stops"].values()] == [
+        {k: v[k] for k in keep} for v in doc.values()
+    ]
+
+
+def test_method_auto_pilots_only_what_the_repository_does_not_know(tmp_path: Path) -> None:
+    """sduet unknown: only it is piloted, within 10 % of the benchmark's budget (3 runs
+    of 0.1 s in 3 s; its 5-run pilot would be 0.5 s), then compared with the known
+    methods' scores; without a budget its pilot is the usual 5 runs."""
+    from duetbench.adaptive import PILOT_RUNS, PILOT_SHARE
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        return {"seqn": 0.004, "aduet": 0.004, "sduet": 0.001}[spec.method] * (-1) ** spec.rep
+
+    stop = "{until: precise, precision: 0.5%, budget: 3s, max_runs: 40}"
+    tracker, plan = _auto_tracker(tmp_path, stop, value)
+    tracker.use_priors(*_known("seqn", "aduet"))
+    assert tracker.autos["b"].chosen is None
+    _run_live(tracker, plan)
+    sduet = tracker.states[stop_key("b", "sduet")]
+    assert tracker.autos["b"].chosen == "sduet"
+    choice = tracker.autos["b"].choice
+    assert choice.source == {"sduet": "pilot", "seqn": "repository", "aduet": "repository"}
+    assert choice.runs["sduet"] == 3 and 3 * 0.1 <= PILOT_SHARE * 3.0 + 1e-9
+    assert sduet.first_look == 2 * 2  # its pilot counts: 2 runs per method needed here
+    for m in ("seqn", "aduet"):
+        assert tracker.states[stop_key("b", m)].reps == 0
+        assert tracker.states[stop_key("b", m)].stopped == "not chosen"
+    # no budget: the pilot of the unknown method is PILOT_RUNS
+    free, plan = _auto_tracker(tmp_path, "{until: precise, precision: 0.5%, max_runs: 40}", value)
+    free.use_priors(*_known("seqn", "aduet"))
+    _run_live(free, plan)
+    assert free.autos["b"].choice.runs["sduet"] == PILOT_RUNS
+    assert free.autos["b"].choice.source["seqn"] == "repository"
+
+
+def test_method_auto_pilots_the_others_when_its_runs_contradict_the_repository(
+    tmp_path: Path,
+) -> None:
+    """aduet chosen from the repository (sd 0.4 %) measures 5 % here: its stopping rule
+    drops the prior, and the repository's scores of the others are not trusted either --
+    they are piloted and the choice re-checked on this experiment's runs (seqn wins)."""
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        return {"seqn": 0.002, "aduet": 0.05, "sduet": 0.03}[spec.method] * (-1) ** spec.rep
+
+    stop = "{until: precise, precision: 0.5%, max_runs: 40}"
+    tracker, plan = _auto_tracker(tmp_path, stop, value)
+    tracker.use_priors(*_known("seqn", "aduet", "sduet"))
+    _run_live(tracker, plan)
+    auto = tracker.autos["b"]
+    assert auto.stale and auto.chosen == "seqn"
+    assert auto.choice.source == dict.fromkeys(("seqn", "aduet", "sduet"), "pilot")
+    assert "piloted again" in auto.choice.explanation
+    aduet = tracker.states[stop_key("b", "aduet")]
+    assert aduet.stopped == "not chosen" and aduet.decisions["b"].prior_used is False
+    seqn = tracker.states[stop_key("b", "seqn")]
+    assert seqn.stopped == "precise" and seqn.analyse_from == 5  # its pilot stays out
+    assert tracker.document()["stops"][stop_key("b", "seqn")]["auto"]["piloted_again"]
+
+
+def test_method_auto_with_a_real_repository_runs_no_pilot(tmp_path: Path) -> None:
+    """An earlier real `duet run` of both methods (a generic harness without a
+    sync_command: seqn and aduet), added to a repository; then `duet run --method auto
+    --until ... --history REPO` on this host: no run of the method not chosen, every
+    score from the repository, and `duet compare` says so. The workload's
+    run-level noise depends on the method (made-up durations, measure: wall), so aduet
+    is the tightest per machine-second whatever the load."""
+    (tmp_path / "work.py").write_text(
+        WORKLOAD.replace(
+            "noise = float(sys.argv[2])",
+            'noise = {"seqn": 0.05, "aduet": 0.002}[os.environ["DUET_METHOD"]]',
+        )
+        .replace('f.write("duration_ns\\n")', 'f.write("start_ns,end_ns\\n"); t = time.time_ns()')
+        .replace(
+            'f.write(f"{int(1e7 * factor * shift * (1 + rng.gauss(0, 0.002)))}\\n")',
+            "d = int(1e7 * factor * shift * (1 + rng.gauss(0, 0.002))); "
+            'f.write(f"{t},{t + d}\\n"); t += d',
+        )
+        .replace("import os, random, sys", "import os, random, sys, time")
+    )
+    cmd = f"{sys.executable} {tmp_path / 'work.py'} 1.0 0 b"
+    cfg = tmp_path / "duet.yml"
+    cfg.write_text(
+        "experiment:\n  name: e\n  seed: 3\n  measure: wall\n"
+        "  repetitions: {seqn: 4, aduet: 4}\n"
+        f"benchmarks:\n  b:\n    harness: generic\n"
+        f'    A: {{command: "{cmd}", results: [it.csv]}}\n'
+        f'    B: {{command: "{cmd}", results: [it.csv]}}\n'
+    )
+    repo = tmp_path / "perf.sqlite"
+    p = _cli("run", cfg, "-o", tmp_path / "old", "--no-compare",
+             "--history", repo, "--versions", "A=v1,B=v2")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    p = _cli("run", cfg, "-o", tmp_path / "new", "--method", "auto",
+             "--until", "precise:1%", "--max-runs", "6", "--history", repo)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "new" / "e"
+    stops = _stops(root)
+    aduet = stops["b/aduet"]
+    choice = aduet["auto"]["choice"]
+    assert aduet["auto"]["chosen"] == "aduet"
+    assert choice["source"] == {"seqn": "repository", "aduet": "repository"}
+    assert aduet["first_look"] == 0 and aduet["runs"] >= 1
+    seqn = stops["b/seqn"]  # no pilot: not one run
+    assert (seqn["runs"], seqn["stopped"]) == (0, "not chosen") and len(seqn["skipped"]) == 12
+    assert not list((root / "runs").glob("b.seqn.*"))
+    c = _cli("compare", root, "--format", "json")
+    assert c.returncode == 0, c.stderr
+    (row,) = json.loads(c.stdout)["rows"]
+    assert row["method"] == "aduet"
+    assert row["explanation"].startswith(
+        "method auto chose aduet from the repository's earlier experiments on this host"
+    )
+
+
+def test_method_auto_after_a_second_pilot_switches_only_where_the_repository_agrees(
+    tmp_path: Path,
+) -> None:
+    """The second pilot makes seqn look 300x better than aduet's runs here, but the
+    repository saw seqn at 20 % (a quiet stretch of a bursty neighbour looks like
+    that): the pilot alone does not move the choice to seqn."""
+    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive.prior import SpreadPrior
+    from duetbench.schedule.adaptive import stop_key
+
+    def value(spec: Any) -> float:
+        return {"seqn": 0.002, "aduet": 0.05, "sduet": 0.03}[spec.method] * (-1) ** spec.rep
+
+    table = {"seqn": (0.2, 0.2), "aduet": (0.004, 0.1), "sduet": (0.008, 0.1)}
+    spread = {("b", m): SpreadPrior(sd, 30, 3, 33) for m, (sd, _) in table.items()}
+    cost = {("b", m): MethodPrior(sd, 30, sec, 33) for m, (sd, sec) in table.items()}
+    tracker, plan = _auto_tracker(
+        tmp_path, "{until: precise, precision: 0.5%, max_runs: 40}", value
+    )
+    tracker.use_priors(spread, {"repository": "r"}, cost)
+    assert tracker.autos["b"].chosen == "aduet"
+    _run_live(tracker, plan)
+    auto = tracker.autos["b"]
+    assert auto.stale and tracker.states[stop_key("b", "seqn")].reps == 5  # piloted again
+    assert auto.chosen != "seqn"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..analysis.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
 from ..analysis.paired_runs import paired_runs, run_level_values
-from .auto import PILOT_RUNS, MethodChoice, choose_method
+from .auto import PILOT_RUNS, PILOT_SHARE, MethodChoice, MethodPrior, choose_method
 from .planning import (
     Plan,
     StopRuns,
@@ -36,12 +36,14 @@ from .sequential import Design, Intervals, look_multipliers, running_intervals
 
 __all__ = [
     "PILOT_RUNS",
+    "PILOT_SHARE",
     "CostModel",
     "Decision",
     "Design",
     "Goal",
     "Intervals",
     "MethodChoice",
+    "MethodPrior",
     "Outcome",
     "Plan",
     "StopReason",

@@ -202,7 +202,7 @@ class _Search:
     good_label: str = ""  # --good as the user gave it, for messages
     #: --history: reads the repository's priors for this runner, once per candidate (so
     #: the comparisons ``record`` added before count)
-    priors: Callable[[], tuple[dict[Any, Any], dict[str, Any]]] | None = None
+    priors: Callable[[], tuple[Any, ...]] | None = None
 
     def over_budget(self) -> bool:
         return self.budget_s is not None and time.monotonic() - self.started >= self.budget_s
@@ -307,7 +307,7 @@ def bisect(
     record: Callable[[Path, Path, Path], None] | None = None,
     max_looks: int = MAX_LOOKS,
     budget_s: float | None = None,
-    priors: Callable[[], tuple[dict[Any, Any], dict[str, Any]]] | None = None,
+    priors: Callable[[], tuple[Any, ...]] | None = None,
 ) -> BisectResult:
     """Search the first-parent history from ``good`` (exclusive) to ``bad``.
 

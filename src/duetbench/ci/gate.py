@@ -242,7 +242,7 @@ def compare_trees(
     title: str,
     *,
     observer: Any = None,
-    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
+    priors: tuple[Any, ...] | None = None,
 ) -> GateResult:
     """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it.
 

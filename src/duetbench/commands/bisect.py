@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     first = gate_priors(args)
     pending = [] if first is None else [first]
 
-    def priors() -> tuple[dict[Any, Any], dict[str, Any]]:
+    def priors() -> tuple[Any, ...]:
         """This runner's priors before a candidate: the first read, then read again, so
         the comparisons this bisect added count for the next candidate."""
         return pending.pop() if pending else history_priors(args, None, create=True)

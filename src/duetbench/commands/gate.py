@@ -122,7 +122,7 @@ def build_timeout(args: argparse.Namespace) -> float | None:
     return None if text is None else parse_duration(text, "--build-timeout")
 
 
-def gate_priors(args: argparse.Namespace) -> tuple[dict[Any, Any], dict[str, Any]] | None:
+def gate_priors(args: argparse.Namespace) -> tuple[Any, ...] | None:
     """--history REPO: this runner's priors for the stopping rules, read before anything is
     checked out or measured (a repository that cannot be used: exit 2 now, not after the
     gate). A missing repository file is created: a first gate has no priors, and says so."""

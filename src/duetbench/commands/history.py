@@ -62,8 +62,9 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
         "--history",
         metavar="REPO",
         help="a results repository (a file or a postgresql:// URL): with a stopping rule "
-        "(--until), stop with the spread of this host's earlier experiments in it "
-        "(docs/adaptive.md); with --versions or --git, add the experiment to it afterwards",
+        "(--until), stop with the spread of this host's earlier experiments in it, and "
+        "let --method auto choose from them without a pilot (docs/adaptive.md); with "
+        "--versions or --git, add the experiment to it afterwards",
     )
     p.add_argument(
         "--last",
@@ -90,25 +91,26 @@ def history_versions(args: argparse.Namespace, optional: bool = False) -> dict[s
 
 def history_priors(
     args: argparse.Namespace, exp: Any, *, create: bool = False
-) -> tuple[dict[Any, Any], dict[str, Any]]:
+) -> tuple[dict[Any, Any], dict[str, Any], dict[Any, Any]]:
     """`duet run --history REPO` with a stopping rule: the spread of every benchmark x
-    method in this host's last ``--last`` experiments, and where it came from.
+    method in this host's last ``--last`` experiments, where it came from, and for
+    ``method: auto`` the spread with the machine seconds per repetition.
     ``create`` (`duet gate`/`duet bisect`): a missing repository file is created (empty:
     no priors yet) rather than refused; a file that is not a repository is refused either
     way, before anything is measured."""
     from ..history import Repository, fingerprint
-    from ..history.priors import stopping_priors
+    from ..history.priors import host_priors, method_priors, spread_priors
     from ..hosts import detect_host
 
     if args.last < 1:
         raise DuetError(f"--last must be at least 1 (experiments), got {args.last}")
     host = fingerprint(detect_host()).fingerprint
     with Repository.open(args.history, create=create) as repo:
-        found = stopping_priors(repo, host, args.last)
+        found = host_priors(repo, host, args.last)
         location = repo.location
     del exp
     source = {"repository": str(location), "host": host, "last": int(args.last)}
-    return found, source
+    return spread_priors(found), source, method_priors(found)
 
 
 def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Version]) -> None:

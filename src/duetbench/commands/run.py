@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--method",
         choices=["auto"],
         help="auto: a pilot of every method, then the one with the best precision per "
-        "machine-second for each benchmark (docs/adaptive.md)",
+        "machine-second for each benchmark; with --history, no pilot of the methods the "
+        "repository knows on this host (docs/adaptive.md)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
     p.add_argument(

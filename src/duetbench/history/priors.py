@@ -28,7 +28,7 @@ then the last ``last`` of the remaining experiments, in the order they were adde
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,17 @@ from .series import order_versions
 if TYPE_CHECKING:
     from .repository import Repository
 
-__all__ = ["DEFAULT_LAST", "ExperimentPart", "Prior", "pool", "priors", "stopping_priors"]
+__all__ = [
+    "DEFAULT_LAST",
+    "ExperimentPart",
+    "Prior",
+    "host_priors",
+    "method_priors",
+    "pool",
+    "priors",
+    "spread_priors",
+    "stopping_priors",
+]
 
 #: experiments in the window unless the caller says
 DEFAULT_LAST = 10
@@ -294,24 +304,53 @@ def _part(
     )
 
 
+def host_priors(
+    repo: Repository, host: str, last: int = DEFAULT_LAST
+) -> dict[tuple[str, str], Prior]:
+    """(benchmark, method) -> its :class:`Prior` on the host with fingerprint ``host``
+    (exactly), for ``duet run --history``. Only priors with a spread; where several
+    suites hold a benchmark of that name, the one with the most runs pooled."""
+    out: dict[tuple[str, str], Prior] = {}
+    for p in priors(repo, host=host, last=last):
+        if p.host != host or p.sd is None or p.df < 1 or not math.isfinite(p.sd):
+            continue
+        key = (p.benchmark, p.method)
+        if key in out and out[key].runs >= p.runs:
+            continue
+        out[key] = p
+    return out
+
+
 def stopping_priors(
     repo: Repository, host: str, last: int = DEFAULT_LAST
 ) -> dict[tuple[str, str], Any]:
     """(benchmark, method) -> the :class:`~duetbench.adaptive.prior.SpreadPrior` of its runs
     on the host with fingerprint ``host`` (exactly), for ``duet run --history``'s stopping
-    rules (docs/adaptive.md, "Stopping with the repository's priors"). Only priors with a
-    spread; where several suites hold a benchmark of that name, the one with the most
-    runs pooled."""
+    rules (docs/adaptive.md, "Stopping with the repository's priors"): those of
+    :func:`host_priors`."""
+    return spread_priors(host_priors(repo, host, last))
+
+
+def spread_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
+    """The stopping rules' :class:`~duetbench.adaptive.prior.SpreadPrior` of each prior."""
     from ..adaptive.prior import SpreadPrior
 
+    return {
+        k: SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs))  # type: ignore[arg-type]
+        for k, p in found.items()
+    }
+
+
+def method_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
+    """``method: auto``'s :class:`~duetbench.adaptive.auto.MethodPrior` (spread and machine
+    seconds per repetition) of each prior that has both (docs/adaptive.md, "Choosing from
+    the repository")."""
+    from ..adaptive.auto import MethodPrior
+
     out: dict[tuple[str, str], Any] = {}
-    runs: dict[tuple[str, str], int] = {}
-    for p in priors(repo, host=host, last=last):
-        if p.host != host or p.sd is None or p.df < 1 or not math.isfinite(p.sd):
+    for k, p in found.items():
+        sec = p.seconds_per_run
+        if p.sd is None or p.df < 1 or sec is None or not (math.isfinite(sec) and sec > 0):
             continue
-        key = (p.benchmark, p.method)
-        if runs.get(key, -1) >= p.runs:
-            continue
-        runs[key] = p.runs
-        out[key] = SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs))
+        out[k] = MethodPrior(float(p.sd), int(p.df), float(sec), int(p.runs))
     return out

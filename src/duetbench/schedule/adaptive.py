@@ -16,12 +16,10 @@ reaches the decisions an uninterrupted run would have, and continues the same ru
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..adaptive.results import analysed_values, explain
-from ..adaptive.sequential import WIDTH_FIRST_LOOK
 from ..config.stop import StopSettings
 from ..errors import DuetError
 from ..options import CompareOptions
@@ -29,11 +27,10 @@ from ..plan import RunSpec
 from ..records import RunRecord
 from ..schema import Method
 from ..store import ResultsStore
+from .auto import KEY_SEP, AutoChooser, _Auto, _seconds, stop_key
 
 __all__ = ["KEY_SEP", "StopTracker", "stop_key"]
 
-#: separates benchmark and method in the keys of stops.json
-KEY_SEP = "/"
 #: the analysis options that make the run values a stopping rule decides on (stops.json
 #: ``analysis``): every command analyses an adaptive experiment's runs with them
 RULE_OPTIONS = (
@@ -45,10 +42,6 @@ RULE_OPTIONS = (
     "warmup",
     "keep_unbalanced",
 )
-
-
-def stop_key(benchmark: str, method: str) -> str:
-    return f"{benchmark}{KEY_SEP}{method}"
 
 
 @dataclass
@@ -82,27 +75,13 @@ class _State:
         return self.seconds / self.reps if self.reps else 0.0
 
 
-@dataclass
-class _Auto:
-    """`methods: auto` of one benchmark: its methods, the choice and its evidence."""
-
-    methods: tuple[str, ...]
-    chosen: str | None = None
-    choice: Any = None  # adaptive.MethodChoice
-
-
-def _seconds(states: Iterable[_State]) -> float:
-    """Machine seconds of these benchmark x methods together."""
-    return sum(st.seconds for st in states)
-
-
 def _run_seconds(record: RunRecord) -> float:
     if record.start_ns is not None and record.end_ns is not None:
         return max(0.0, (record.end_ns - record.start_ns) / 1e9)
     return 0.0
 
 
-class StopTracker:
+class StopTracker(AutoChooser):
     """The stopping decisions of an experiment's adaptive benchmarks (none: inert)."""
 
     def __init__(
@@ -128,6 +107,9 @@ class StopTracker:
         #: priors"); where the runs' source is, for stops.json
         self.priors: dict[tuple[str, str], Any] = {}
         self.priors_source: dict[str, Any] | None = None
+        #: (benchmark, method) -> its spread and machine seconds per repetition on this
+        #: host (adaptive.MethodPrior): method auto chooses from them without a pilot
+        self.method_priors: dict[tuple[str, str], Any] = {}
         self._taken: Any = None  # the iterations of the repetition being taken
         #: run ids the plan has passed: observed, or skipped as their method had stopped
         self._done: set[str] = set()
@@ -216,91 +198,20 @@ class StopTracker:
         if self._taken is not None and any(spec.rep in r for r in st.value_runs.values()):
             st.tables[spec.rep] = self._taken  # what the decisions compute the values from
         auto = self.autos.get(spec.benchmark)
-        if auto is not None and not self._choose(spec.benchmark, auto):
+        if auto is not None and not self._choose(spec.benchmark, auto, spec.method):
             return False  # the pilot goes on
         if st.stopped is not None:  # not the method chosen
             return True
-        return self._decide(st)
+        stopped = self._decide(st)
+        if auto is not None and auto.chosen == spec.method:
+            self._check_repository(spec.benchmark, auto, stopped)
+        return stopped
 
     def _method_values(self, bench: str, method: str) -> list[float]:
         st = self.states[stop_key(bench, method)]
         if bench in st.values:
             return st.values[bench]
         return st.values[min(st.values)] if st.values else []
-
-    def _choose(self, bench: str, auto: _Auto) -> bool:
-        """Method auto: choose (or re-check) once the pilot is over; the others stop as
-        ``not chosen`` (docs/adaptive.md, "Choosing the method"). False: still piloting.
-
-        The pilot is over when every method has ``PILOT_RUNS`` run values -- or when
-        the benchmark's budget would be overrun by another repetition, or a method has
-        run twice the pilot without giving that many values (its runs left out, e.g.
-        as unbalanced): the choice is then among the methods that have them (at least
-        2 values each if none has the pilot's), and a budget spent by the pilot stops
-        the benchmark there. Re-checks compare the methods that had their pilot."""
-        from ..adaptive import PILOT_RUNS, choose_method
-
-        values = {m: self._method_values(bench, m) for m in auto.methods}
-        states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
-        spent = self._auto_budget_spent(bench, auto)
-        if auto.chosen is None and not spent:
-            short = [m for m, v in values.items() if len(v) < PILOT_RUNS]
-            if any(states[m].reps < 2 * PILOT_RUNS for m in short):
-                return False
-        need = PILOT_RUNS if any(len(v) >= PILOT_RUNS for v in values.values()) else 2
-        eligible = {m: v for m, v in values.items() if len(v) >= need or m == auto.chosen}
-        if not eligible:  # no method gave 2 values yet
-            if not spent:
-                return False
-            for st in states.values():
-                st.stopped = st.stopped or "budget"
-            return True
-        seconds = {m: states[m].seconds for m in eligible}
-        choice = choose_method(eligible, seconds, pilot_runs=need, current=auto.chosen)
-        if auto.chosen is not None and choice.method != auto.chosen:
-            if not self._switch_pays(states, auto.chosen, choice):
-                choice = choose_method(
-                    eligible, seconds, pilot_runs=need, current=auto.chosen, margin=math.inf
-                )
-        if choice.method != auto.chosen:
-            for m, st in states.items():
-                if m == choice.method:
-                    st.stopped, st.analyse_from = None, choice.analyse_from
-                    st.first_look = choice.first_look
-                elif st.stopped is None:
-                    st.stopped = "not chosen"
-            auto.chosen = choice.method
-            # the method chosen again may have no planned runs left (it ran them all while
-            # it was the choice before): decide now, or it would never get a stop reason
-            self._decide(states[choice.method])
-        auto.choice = choice
-        return True
-
-    @staticmethod
-    def _switch_pays(states: dict[str, _State], current: str, choice: Any) -> bool:
-        """Whether a switch from ``current`` to ``choice.method`` leaves, at the budget,
-        a smaller variance of the mean than staying: the new method's analysis starts
-        with its next run, so it has only the budget's rest, while the current method
-        keeps its runs. ``score / seconds`` is that variance (the score is the variance
-        per machine-second). Without a budget a switch always pays in the long run."""
-        budget = states[current].rule.budget_s
-        if budget is None:
-            return True
-        rest = budget - _seconds(states.values())
-        new, cur = states[choice.method], states[current]
-        if not new.reps or not rest > WIDTH_FIRST_LOOK * new.per_rep:  # not its first look
-            return False
-        kept = cur.seconds * (1.0 - cur.analyse_from / max(cur.reps, 1))
-        return choice.scores[choice.method] / rest < choice.scores[current] / (kept + rest)
-
-    def _auto_budget_spent(self, bench: str, auto: _Auto) -> bool:
-        """Whether another repetition of any of the methods would overrun the budget of
-        a method-auto benchmark (its methods' seconds together; False without a budget)."""
-        states = [self.states[stop_key(bench, m)] for m in auto.methods]
-        budget = states[0].rule.budget_s
-        if budget is None:
-            return False
-        return _seconds(states) + max(st.per_rep for st in states) > budget
 
     def _table(self, records: list[RunRecord]) -> Any:
         """The iterations of one repetition (a seqn one: both runs), None: nothing usable."""
@@ -421,13 +332,20 @@ class StopTracker:
                     b: reps[st.analyse_from :] for b, reps in sorted(st.value_runs.items())
                 },
             }
-            priors = {b: p.to_json() for (b, m), p in sorted(self.priors.items()) if m == method}
+            priors = {
+                b: {**p.to_json(), **self._seconds_json(b, m)}
+                for (b, m), p in sorted(self.priors.items())
+                # this benchmark's own (a suite's workloads: bench:workload, or as measured)
+                if m == method and (b == bench or b.startswith(f"{bench}:") or b in st.values)
+            }
             if priors:
                 out[key]["priors"] = priors
             auto = self.autos.get(bench)
             if auto is not None:
                 out[key]["auto"] = {
                     "chosen": auto.chosen,
+                    **({"from_repository": sorted(auto.known)} if auto.known else {}),
+                    **({"piloted_again": True} if auto.stale else {}),
                     **({"choice": auto.choice.to_json()} if auto.choice is not None else {}),
                 }
         return {
@@ -438,25 +356,46 @@ class StopTracker:
             "stops": out,
         }
 
-    def use_priors(self, priors: dict[tuple[str, str], Any], source: dict[str, Any]) -> None:
+    def use_priors(
+        self,
+        priors: dict[tuple[str, str], Any],
+        source: dict[str, Any],
+        methods: dict[tuple[str, str], Any] | None = None,
+    ) -> None:
         """Decide with the spread of earlier experiments (``duet run --history``):
         ``priors`` (table benchmark, method) -> SpreadPrior; ``source`` says where from
-        (stops.json ``history``). A resumed experiment keeps the priors it started with
-        (stops.json), so its decisions are the ones it would have reached."""
+        (stops.json ``history``); ``methods`` (benchmark, method) -> MethodPrior, from
+        which method auto chooses without a pilot. A resumed experiment keeps the priors
+        it started with (stops.json), so its decisions are the ones it would have reached."""
+        from ..adaptive.auto import MethodPrior
         from ..adaptive.prior import SpreadPrior
 
         stored = self.store.stops() if hasattr(self.store, "stops") else None
         if isinstance(stored, dict) and stored.get("history"):
-            self.priors = {}
+            self.priors, self.method_priors = {}, {}
             for entry in (stored.get("stops") or {}).values():
                 for bench, d in (entry.get("priors") or {}).items():
                     prior = SpreadPrior.from_json(d)
-                    if prior is not None:
-                        self.priors[(str(bench), str(entry.get("method")))] = prior
+                    if prior is None:
+                        continue
+                    key = (str(bench), str(entry.get("method")))
+                    self.priors[key] = prior
+                    sec = d.get("seconds_per_run")
+                    if isinstance(sec, (int, float)) and math.isfinite(sec) and sec > 0:
+                        self.method_priors[key] = MethodPrior(
+                            prior.sd, prior.df, float(sec), prior.runs
+                        )
             self.priors_source = dict(stored["history"])
-            return
-        self.priors = dict(priors)
-        self.priors_source = dict(source)
+        else:
+            self.priors = dict(priors)
+            self.priors_source = dict(source)
+            self.method_priors = dict(methods or {})
+        self._start_autos()
+
+    def _seconds_json(self, bench: str, method: str) -> dict[str, float]:
+        """stops.json ``priors``: the machine seconds per repetition method auto chose by."""
+        prior = self.method_priors.get((bench, method))
+        return {} if prior is None else {"seconds_per_run": prior.seconds_per_run}
 
     def write(self) -> None:
         if self.active:

@@ -232,12 +232,13 @@ def run_experiment(
     resume: bool = False,
     only: list[str] | None = None,
     observer: Observer | None = None,
-    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
+    priors: tuple[Any, ...] | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
 
-    ``priors``: (the spread of earlier experiments per (benchmark, method), where from) for
-    the stopping rules (``duet run --history``; StopTracker.use_priors).
+    ``priors``: (the spread of earlier experiments per (benchmark, method), where from, and
+    optionally method auto's spread and cost per (benchmark, method)) for the stopping
+    rules and the method choice (``duet run --history``; StopTracker.use_priors).
     The experiment directory is locked first of all: a second `duet run` on it refuses at once
     (store/lock.py)."""
     # the name is checked (and the root made absolute) before anything is created
@@ -251,7 +252,7 @@ def _run_locked(
     resume: bool,
     only: list[str] | None,
     observer: Observer,
-    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
+    priors: tuple[Any, ...] | None = None,
 ) -> ExperimentSummary:
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all

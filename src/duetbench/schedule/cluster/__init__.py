@@ -84,7 +84,7 @@ def run_experiment_cluster(
     only: list[str] | None = None,
     observer: Observer | None = None,
     wait_workers: float | None = None,
-    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
+    priors: tuple[Any, ...] | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` on the Dask cluster at ``address`` (or ``local:N``) into
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
@@ -112,7 +112,7 @@ def _run_cluster_locked(
     only: list[str] | None,
     observer: Observer | None,
     wait_workers: float | None,
-    priors: tuple[dict[Any, Any], dict[str, Any]] | None = None,
+    priors: tuple[Any, ...] | None = None,
 ) -> ExperimentSummary:
     observer = observer or NullObserver()
     wait_s = WAIT_WORKERS_S if wait_workers is None else wait_workers
