@@ -22,6 +22,7 @@ from duetbench.adaptive.prior import PRIOR_ALPHA, PRIOR_WEIGHT, SpreadPrior, pri
 from duetbench.adaptive.results import stop_rule
 from duetbench.adaptive.rules import goal_first_look
 from duetbench.adaptive.sequential import WIDTH_INFLATION, Design, running_intervals
+from helpers import run_duet
 
 
 def test_the_pooled_interval_is_the_hand_computed_one() -> None:
@@ -146,12 +147,7 @@ with open(os.path.join(os.environ["DUET_OUTPUT_DIR"], "it.csv"), "w") as f:
 
 
 def _duet(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "duetbench", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-    )
+    return run_duet(*map(str, args), cwd=cwd)
 
 
 def test_a_real_repository_makes_a_later_run_stop_earlier_and_cover(tmp_path: Path) -> None:

@@ -9,12 +9,12 @@ with them every stopping decision, are the same on a quiet and on a busy machine
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from helpers import run_duet
 
 CONFIG = """experiment: {name: gate, measure: wall}
 benchmarks:
@@ -58,13 +58,7 @@ def make_repo(tmp: Path, factors: list[float]) -> Path:
 def duet(
     cwd: Path, *args: object, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "duetbench", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
+    return run_duet(*map(str, args), cwd=cwd, env=env)
 
 
 def gate(
