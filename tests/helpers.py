@@ -28,6 +28,22 @@ from duetbench.store.manifest import file_digest, manifest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo ARGS``: its output, stripped (a failure raises)."""
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def new_git_repo(repo: Path) -> Path:
+    """An empty git repository at ``repo`` (created) on branch main, with a committer."""
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    return repo
+
+
 def run_duet(
     *args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

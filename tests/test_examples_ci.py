@@ -16,13 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from helpers import git
+
 CI = Path(__file__).resolve().parent.parent / "examples" / "ci"
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 def _checkout(tmp: Path) -> Path:

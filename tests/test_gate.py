@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import git, new_git_repo
+
 CONFIG = """experiment:
   name: gate
   repetitions: {aduet: 1}
@@ -22,19 +24,10 @@ benchmarks:
 """
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
 def make_repo(tmp: Path, ms: list[float]) -> Path:
     """One commit per entry of ``ms`` (the workload's milliseconds: a sleep read from work.txt)."""
     repo = tmp / "my repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
+    new_git_repo(repo)
     (repo / "duet.yml").write_text(CONFIG)
     for i, v in enumerate(ms):
         (repo / "work.txt").write_text(f"{v / 1000}\n")

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from helpers import run_duet
+from helpers import git, new_git_repo, run_duet
 
 CONFIG = """experiment: {name: gate, measure: wall}
 benchmarks:
@@ -28,20 +28,11 @@ benchmarks:
 RUN_SD = 0.01
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
 def make_repo(tmp: Path, factors: list[float]) -> Path:
     """One commit per entry of ``factors`` (tagged c0, c1, ...): the program's iteration
     time (10 ms x factor) per run, each run shifted by its own seeded noise."""
     repo = tmp / "my repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
+    new_git_repo(repo)
     (repo / "duet.yml").write_text(CONFIG)
     (repo / "runs").mkdir()
     for i, factor in enumerate(factors):

