@@ -64,6 +64,23 @@ def expand_results(results: tuple[str, ...], side_dir: Path) -> list[str]:
     return out
 
 
+#: what duet micro's worker (and the pytest plugin's side) leaves when it failed
+MICRO_ERROR_FILE = "micro-error.json"
+
+
+def micro_error(side_dir: Path, collected: list[str]) -> str:
+    """The summary of a failed micro worker's ``micro-error.json`` in the side's directory
+    or one of its result folders ("" when there is none)."""
+    for folder in (side_dir, *(side_dir / c for c in collected)):
+        try:
+            doc = json.loads((folder / MICRO_ERROR_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("summary"):
+            return str(doc["summary"])[:500]
+    return ""
+
+
 def stderr_tail(path: Path, limit: int = 2000) -> str:
     try:
         with open(path, "rb") as f:
@@ -252,6 +269,7 @@ class LocalExecutor:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     pass
+                _close_pipes(proc)  # a pipe left to the GC is a ResourceWarning in the caller
             other_load = None
             if load is not None:
                 try:
@@ -499,6 +517,9 @@ class LocalExecutor:
                 missing_results=tuple(missing),
                 stderr_tail=stderr_tail(side_dir / "stderr.log"),
             )
+            if status == SideStatus.FAILED and spec.harness == "micro":
+                said = micro_error(side_dir, collected)
+                message = f"{message}: {said}" if said and message else said or message
             if status == SideStatus.FAILED:
                 problems.append(f"side {side.name}: {message}")
             # the driver's spec and its done flag (the handshake of busy_shorter_side) are
@@ -529,3 +550,13 @@ def _readline(proc: subprocess.Popen[bytes], timeout: float) -> str:
             return ""
         buf += chunk
     return buf.decode().strip()
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    """Close the driver's stdin and stdout (the run no longer talks to it)."""
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:  # a broken stdin: nothing left to flush
+                pass
