@@ -125,6 +125,8 @@ class Dataset:
     stops: Mapping[str, Any] | None = None
     #: the config's `measure:` (docs/statistics.md, "Beside other work: CPU time")
     measure: str = "auto"
+    #: the config's `threshold:` (the practical threshold its verdicts were given with)
+    threshold: float = 0.0
 
     @property
     def name(self) -> str:
@@ -157,6 +159,7 @@ def open_dataset(path: str | Path) -> Dataset:
             run_flags(store),
             store.stops(),
             _measure(exp),
+            _threshold(exp),
         )
     df = load(path)
     exp_name = str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else None
@@ -170,6 +173,15 @@ def _measure(exp: Mapping[str, Any]) -> str:
     config = exp.get("config")
     value = config.get("measure") if isinstance(config, Mapping) else None
     return value if value in MEASURES else "auto"
+
+
+def _threshold(exp: Mapping[str, Any]) -> float:
+    """The config's `threshold:` from experiment.json (0 for older results)."""
+    config = exp.get("config")
+    value = config.get("threshold") if isinstance(config, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if 0.0 <= value < 1.0 else 0.0
 
 
 def aa_flags(store: ResultsStore) -> dict[str, bool]:

@@ -124,8 +124,9 @@ def verdicts(dataset: Dataset, options: CompareOptions | None = None) -> Verdict
 
 def default_options(dataset: Dataset, **kw: object) -> CompareOptions:
     """`duet compare`'s options for ``dataset``: the experiment's seed and the config's
-    ``measure:`` (keywords replace any field)."""
-    return CompareOptions.create(**{"seed": dataset.seed, "measure": dataset.measure, **kw})
+    ``measure:`` and ``threshold:`` (keywords replace any field)."""
+    recorded = {"seed": dataset.seed, "measure": dataset.measure, "threshold": dataset.threshold}
+    return CompareOptions.create(**{**recorded, **kw})
 
 
 def rule_options(stops: Mapping[str, Any] | None, opts: CompareOptions) -> CompareOptions:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import DuetError, OptionError
 from ..options import (
@@ -33,6 +34,9 @@ from ..options import (
 )
 from ..units import duration, percentage
 
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+
 _C = CompareOptions()
 _E = EvaluateOptions()
 _R = ReportOptions()
@@ -50,13 +54,16 @@ def flag_errors() -> Iterator[None]:
 # ---------------------------------------------------------------------- parsing text
 
 
-def add_threshold(p: argparse.ArgumentParser) -> None:
-    """``--threshold``: the practical threshold of the verdicts (docs/statistics.md)."""
+def add_threshold(p: argparse.ArgumentParser, *, recorded: bool = False) -> None:
+    """``--threshold``: the practical threshold of the verdicts (docs/statistics.md);
+    ``recorded``: of a results directory, whose config's `threshold:` is the default."""
+    default = f"{_C.threshold:g}"
     p.add_argument(
         "--threshold",
-        default=f"{_C.threshold:g}",
-        help=f"practical threshold, from 0%% to below 100%%, e.g. 1%% (default "
-        f"{_C.threshold:g}): an interval inside +-threshold is `equivalent`, one reaching "
+        default=None if recorded else default,
+        help="practical threshold, from 0%% to below 100%%, e.g. 1%% (default "
+        + ("the config's `threshold:`, else " if recorded else "")
+        + f"{default}): an interval inside +-threshold is `equivalent`, one reaching "
         "beyond it but not wholly beyond is `inconclusive`, never `slower`",
     )
 
@@ -218,7 +225,7 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
     )
     _number(p, "--resamples", _C.resamples, "bootstrap resamples (default {})")
     _number(p, "--confidence", _C.confidence, "confidence level (default {})")
-    add_threshold(p)
+    add_threshold(p, recorded=True)
     if min_overlap:
         _number(
             p, "--min-overlap", _C.min_overlap, "aduet pairing: minimum overlap rate m (default {})"
@@ -354,14 +361,16 @@ def compare_options(
     args: argparse.Namespace, *, min_overlap: float | None = None
 ) -> CompareOptions:
     """`duet compare`'s options from its arguments (the seed: 0 when not given; the
-    command replaces it by the experiment's, :func:`with_seed`)."""
+    command replaces it by the experiment's, :func:`with_recorded`)."""
     with flag_errors():
         return CompareOptions.create(
             test=args.test,
             interval=args.interval,
             confidence=args.confidence,
             resamples=args.resamples,
-            threshold=parse_threshold(args.threshold),
+            threshold=parse_threshold(
+                f"{_C.threshold:g}" if args.threshold is None else args.threshold
+            ),
             min_overlap=args.min_overlap if min_overlap is None else min_overlap,
             run_stat=args.run_stat or _C.run_stat,
             warmup=parse_warmup(args.warmup),
@@ -405,13 +414,15 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
         )
 
 
-def with_seed(
-    opts: CompareOptions, args: argparse.Namespace, seed: int, measure: str | None = None
+def with_recorded(
+    opts: CompareOptions, args: argparse.Namespace, dataset: Dataset
 ) -> CompareOptions:
-    """``opts`` with the experiment's ``seed`` (and the config's ``measure``) where the
-    command line gave none."""
+    """``opts`` with what the results directory recorded -- the experiment's seed, the
+    config's ``measure:`` and ``threshold:`` -- where the command line gave none."""
     if args.seed is None:
-        opts = replace(opts, seed=seed)
-    if measure is not None and getattr(args, "measure", None) is None:
-        opts = replace(opts, measure=measure)
+        opts = replace(opts, seed=dataset.seed)
+    if getattr(args, "measure", None) is None:
+        opts = replace(opts, measure=dataset.measure)
+    if getattr(args, "threshold", None) is None:
+        opts = replace(opts, threshold=dataset.threshold)
     return opts

@@ -97,6 +97,9 @@ class Benchmark:
     stop: StopSettings | None = None
     # methods: auto -- a pilot of every method, then the best per machine-second
     auto: bool = False
+    # each workload of a run's result files is a benchmark of that name, not
+    # `<name>:<workload>` (the pytest plugin: one run samples every test; docs/results.md)
+    workload_benchmarks: bool = False
 
     def side(self, pair: str) -> Side:
         return dict(self.sides)[pair]
@@ -140,6 +143,8 @@ class Experiment:
     #: the analysis's default measure: auto | wall | cpu; `duet compare --measure`
     #: overrides it (docs/statistics.md, "Beside other work: CPU time")
     measure: str = "auto"
+    #: the verdicts' practical threshold (a fraction); `duet compare --threshold` overrides it
+    threshold: float = 0.0
 
     def benchmark(self, name: str) -> Benchmark:
         for b in self.benchmarks:

@@ -66,6 +66,7 @@ def load_native(doc: LocatedYaml) -> Experiment:
         source=str(doc.file),
         format="native",
         measure=exp.measure,
+        threshold=exp.threshold,
     )
 
 

@@ -17,7 +17,7 @@ from pydantic import (
     PositiveInt,
 )
 
-from ..units import duration
+from ..units import duration, percentage
 from .limits import (
     MAX_CORES,
     MAX_CPU,
@@ -31,6 +31,11 @@ from .limits import (
 def _duration(v: Any) -> Any:
     """Accept 30, 2.5, "90s", "500ms", "5m", "1h" (seconds), from 1 ms to 30 days."""
     return duration(v)
+
+
+def _fraction(v: Any) -> Any:
+    """Accept 2%, "0.5 %", 0.02 (a fraction), from 0 % to below 100 %."""
+    return percentage(v)
 
 
 def _hang_timeout(v: Any) -> Any:
@@ -149,6 +154,7 @@ def _thesis_timeout(v: Any) -> Any:
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
+Fraction = Annotated[float, BeforeValidator(_fraction)]
 HangTimeout = Annotated[float, BeforeValidator(_hang_timeout)]  # 0.0: off
 StrMap = Annotated[dict[str, str], BeforeValidator(_str_map)]
 Cpu = Annotated[
@@ -295,6 +301,8 @@ class NativeExperiment(_Strict):
     methods: Literal["auto"] | None = None  # docs/adaptive.md, "Choosing the method"
     #: what an iteration's time is (docs/statistics.md, "Beside other work: CPU time")
     measure: Literal["auto", "wall", "cpu"] = "auto"
+    #: the verdicts' practical threshold (docs/statistics.md, "Verdicts")
+    threshold: Fraction = 0.0
 
 
 class NativeConfig(_Strict):
