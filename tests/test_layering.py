@@ -92,8 +92,9 @@ LAYERS: dict[str, int] = {
         3,
     ),
     **dict.fromkeys(("report", "dashboard", "ci"), 4),
-    **dict.fromkeys(("commands", "pytest_plugin", ""), 5),
-    **dict.fromkeys(("cli", "__main__"), 6),
+    **dict.fromkeys(("workflow",), 5),
+    **dict.fromkeys(("commands", "pytest_plugin", ""), 6),
+    **dict.fromkeys(("cli", "__main__"), 7),
 }
 #: Where argparse may be imported.
 ARGPARSE_ALLOWED = (

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.json_docs import dumps
     from ..report.terminal import make_console
     from ..text import visible
-    from ._output import write_output
+    from ..workflow.output import write_output
 
     summary = build_dashboard(repo_location(args), args.output, title=args.title)
     if args.format == "json":

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ._options import add_evaluate_options, add_source_command, evaluate_options, with_seed
+from ._options import add_evaluate_options, add_source_command, evaluate_options, with_recorded
 
 if TYPE_CHECKING:
     from ..analysis.evaluate import Evaluation
@@ -41,7 +41,7 @@ def evaluate_source(
     dataset = open_dataset(args.source)
     if dataset.table.empty:
         raise DuetError(f"{dataset.source}: no iterations to evaluate (did every run fail?)")
-    opts = replace(opts, compare=with_seed(opts.compare, args, dataset.seed, dataset.measure))
+    opts = replace(opts, compare=with_recorded(opts.compare, args, dataset))
     table = verdicts(dataset, opts.compare)
     if table.dataset.table.empty:
         raise DuetError(f"{dataset.source}: no iterations to evaluate (every run left out)")
@@ -51,7 +51,7 @@ def evaluate_source(
 def run(args: argparse.Namespace) -> int:
     from ..report.json_docs import dumps, evaluate_doc
     from ..report.terminal import print_evaluation
-    from ._output import write_output
+    from ..workflow.output import write_output
 
     ev, table = evaluate_source(args, evaluate_options(args))
     if args.format == "json":

@@ -548,7 +548,7 @@ _COMMANDS = {
 def _json(doc: dict[str, Any], output: Path | None) -> None:
     from ..report.history_tables import strict_json
     from ..report.json_docs import dumps
-    from ._output import write_output
+    from ..workflow.output import write_output
 
     write_output(dumps(strict_json(doc)), output)
 
@@ -556,7 +556,7 @@ def _json(doc: dict[str, Any], output: Path | None) -> None:
 def _render(title: str, tables: list[Any], fmt: str, output: Path | None) -> None:
     if fmt == "markdown":
         from ..report.markdown import tables_markdown
-        from ._output import write_output
+        from ..workflow.output import write_output
 
         write_output(tables_markdown(title, tables), output)
     else:

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.json_docs import dumps
     from ..report.tables import hosts_table
     from ..report.terminal import make_console, print_titled
-    from ._output import write_output
+    from ..workflow.output import write_output
 
     report = hosts_report(args.results)
     if args.format == "json":

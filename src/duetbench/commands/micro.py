@@ -153,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
     from ..report.progress import RichObserver
     from ..schedule.inline import run_experiment
     from ..store import ResultsStore
+    from ..workflow.runs import runs_not_ok
+    from ..workflow.verdicts import judge, render
     from ._output import resume_command
-    from .compare import render_verdicts
-    from .run import runs_not_ok
 
     threshold = parse_threshold(args.threshold)  # a bad one is refused before any run
     request = MicroRequest.create(
@@ -186,14 +186,15 @@ def run(args: argparse.Namespace) -> int:
         stored = store.micro_calibrations() if store.has_experiment() else None
     skipped: list[tuple[str, MicroBenchmark]] = []
     exp = build_experiment(request, stored=stored, skipped=skipped)
-    exp = dataclasses.replace(exp, measure=args.measure)
+    # kept in experiment.json: `duet compare` of the directory later judges it alike
+    exp = dataclasses.replace(exp, measure=args.measure, threshold=threshold)
     observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     summary = run_experiment(exp, args.output, resume=args.resume, observer=observer)
     if summary.interrupted:
         return ExitCode.INTERRUPTED
-    regression = render_verdicts(
-        summary.root, args.format, args.run_stat, threshold, keep_unbalanced=args.keep_unbalanced
-    )
+    table = judge(summary.root, run_stat=args.run_stat, keep_unbalanced=args.keep_unbalanced)
+    render(table, args.format)
+    regression = table.slower
     broken = print_skipped(skipped, verbose=args.verbose)
     bad = runs_not_ok(summary.root, exp, None)
     if bad:

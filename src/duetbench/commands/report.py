@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.html import render_html
     from ..report.markdown import report_markdown
     from ..text import visible
-    from ._output import write_output
+    from ..workflow.output import write_output
     from .evaluate import evaluate_source
 
     opts = report_options(args)

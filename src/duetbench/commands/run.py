@@ -11,7 +11,7 @@ from .history import add_history_flags, add_to_history, history_priors, history_
 from .plan import EXECUTORS
 
 if TYPE_CHECKING:
-    from ..config.model import Experiment
+    pass
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -92,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     from ..config.stop import with_auto, with_stop_overrides
     from ..micro.experiment import prepare_experiment
     from ..report.progress import RichObserver
+    from ..workflow.runs import runs_not_ok
+    from ..workflow.verdicts import print_after_run
     from ._output import resume_command
-    from .compare import print_verdicts_after_run
     from .plan import split_only, this_host_cpus
 
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if summary.interrupted:
         return ExitCode.INTERRUPTED
     if not args.no_compare:
-        print_verdicts_after_run(summary.root)
+        print_after_run(summary.root)
     if versions is not None:
         add_to_history(args, summary.root, versions)
     bad = runs_not_ok(summary.root, exp, only)
@@ -142,18 +143,3 @@ def run(args: argparse.Namespace) -> int:
         print_runs_not_ok(observer.console, summary.root, bad)
         return ExitCode.RUNS_FAILED
     return ExitCode.OK
-
-
-def runs_not_ok(root: Path, exp: Experiment, only: list[str] | None) -> dict[str, str]:
-    """The experiment's finished runs (this invocation's and earlier ones) that are not ok."""
-    from ..plan import make_plan
-    from ..schema import RunStatus
-    from ..store import ResultsStore
-
-    ids = {r.run_id for r in make_plan(exp, only)}
-    finished = ResultsStore.open(root).finished()
-    return {
-        rid: str(e.get("status"))
-        for rid, e in sorted(finished.items())
-        if rid in ids and e.get("status") != RunStatus.OK
-    }
