@@ -26,9 +26,17 @@ def verdicts_section(page: Page, verdicts: VerdictTable) -> None:
     summary = ", ".join(f"{n} {esc(v)}" for v, n in sorted(counts.items()))
     if summary:
         page.add(f'<p class="note">{summary}.</p>')
-    for note in table.details or table.notes:  # the page has room for every sentence
+    # one line per kind, as in the terminal; every sentence folded under them
+    for note in table.notes:
         if note.kind in ("info", "note"):
             page.add(f'<p class="note">{esc(note.text)}</p>')
+    extra = [n for n in table.details if n.kind in ("info", "note") and n not in table.notes]
+    if extra:
+        items = "".join(f"<li>{esc(n.text)}</li>" for n in extra)
+        page.add(
+            f'<details class="note"><summary>every note, benchmark by benchmark '
+            f"({len(extra)})</summary><ul>{items}</ul></details>"
+        )
     page.end_section()
 
 
