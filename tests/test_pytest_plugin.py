@@ -73,6 +73,8 @@ def test_the_known_10_percent_is_slower_within_3_percent_and_the_aa_pair_same(
         "6",
         "--duet-samples",
         "200",
+        "--duet-budget",
+        "10m",  # long enough for what was asked on a loaded machine
         "--duet-format",
         "json",
         "--duet-report",
@@ -92,22 +94,28 @@ def test_the_known_10_percent_is_slower_within_3_percent_and_the_aa_pair_same(
     assert 1.10 * 0.97 <= 1 + float(p10["change"]) <= 1.10 * 1.03  # type: ignore[arg-type]
     assert Verdict(aa["verdict"]).is_same
     assert p10["runs"] == 6 and p10["method"] == "sduet"
-    # each run: one pytest process per side, in lockstep, with CPU time and run delay
+    # each run: one pytest process per side that samples both tests, in lockstep, with
+    # CPU time and run delay; each test's samples in a folder of its own
     results = next((tmp_path / "results").iterdir())
-    run = next((results / "runs").glob("test_known_bench.test_known-p10.sduet.*"))
-    meta = json.loads((run / "A" / "micro-meta.json").read_text())
-    assert meta["handshake"] is True and meta["extra_info"] == {"steps": 3000}  # v_a's
-    samples = {}
-    for side in ("A", "B"):
-        with open(run / side / "micro-samples.csv") as f:
-            samples[side] = [r for r in csv.DictReader(f)]
-        assert {r["phase"] for r in samples[side]} == {"warmup", "sample"}
-        assert all(r["cpu_ns"] != "" for r in samples[side])
-    a, b = samples["A"], samples["B"]
-    assert len(a) == len(b) == 201
-    assert {r["evaluations"] for r in a} == {r["evaluations"] for r in b}  # equal work
-    col = [[int(r[k]) for r in s] for s in (a, b) for k in ("start_ns", "end_ns")]
-    assert lockstep_violations(col[0], col[1], col[2], col[3]) == []
+    runs = sorted((results / "runs").glob("tests.sduet.*"))
+    assert len(runs) == 6
+    for run in runs:
+        for folder in ("t000", "t001"):
+            meta = json.loads((run / "A" / folder / "micro-meta.json").read_text())
+            assert meta["handshake"] is True and meta["extra_info"] == {"steps": 3000}  # v_a's
+            samples = {}
+            for side in ("A", "B"):
+                with open(run / side / folder / "micro-samples.csv") as f:
+                    samples[side] = [r for r in csv.DictReader(f)]
+                assert {r["phase"] for r in samples[side]} == {"warmup", "sample"}
+                assert all(r["cpu_ns"] != "" for r in samples[side])
+            a, b = samples["A"], samples["B"]
+            assert len(a) == len(b) == 201
+            assert {r["evaluations"] for r in a} == {r["evaluations"] for r in b}  # equal work
+            col = [[int(r[k]) for r in s] for s in (a, b) for k in ("start_ns", "end_ns")]
+            assert lockstep_violations(col[0], col[1], col[2], col[3]) == []
+        # one process per side per run, not one per test
+        assert (run / "A" / "stdout.log").read_text().count("passed") == 1
     assert "duet: B against A" in done.stdout and "results:" in done.stdout
 
 
@@ -127,6 +135,8 @@ def test_a_against_itself_is_the_same(tmp_path: Path) -> None:
         "4",
         "--duet-samples",
         "100",
+        "--duet-budget",
+        "10m",
         "--duet-format",
         "json",
         "--duet-report",
@@ -176,6 +186,8 @@ def test_against_a_git_ref_with_setup_and_a_src_layout(tmp_path: Path) -> None:
         "3",
         "--duet-samples",
         "100",
+        "--duet-budget",
+        "10m",
         "--duet-format",
         "json",
         "--duet-report",
@@ -216,7 +228,8 @@ def test_a_failing_or_skipped_test_and_bad_options_are_clear(tmp_path: Path) -> 
     # a skipped test is left out, and said so; the rest runs
     out = tmp_path / "results"
     ok = pytest_run(root, "pytest_suite", "-k", "aa or skipped", "--duet-a", "v_a", "--duet-b",
-                    "v_b", "--duet-runs", "2", "--duet-samples", "20", "--duet-output", str(out))  # fmt: skip
+                    "v_b", "--duet-runs", "2", "--duet-samples", "20", "--duet-budget", "10m",
+                    "--duet-output", str(out))  # fmt: skip
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "test_skipped: skipped on both sides (not today); left out" in ok.stdout
     # options: refused before anything runs, pytest's usage error
@@ -225,10 +238,27 @@ def test_a_failing_or_skipped_test_and_bad_options_are_clear(tmp_path: Path) -> 
         (["--duet-a", "v_a", "--duet-b", "nowhere"], "--duet-b nowhere: not a directory"),
         (["--duet-against", "HEAD", "--duet-a", "v_a"], "not both"),
         (["--duet-a", "v_a", "--duet-b", "v_b", "--duet-budget", "soon"], "--duet-budget"),
+        (["--duet-a", "v_a", "--duet-b", "v_b", "--duet-runs", "1"], "--duet-runs must be"),
+        (["--duet-a", "v_a", "--duet-b", "v_b", "--duet-threshold", "2"], "--duet-threshold"),
+        (
+            ["--duet-a", "v_a", "--duet-b", "v_b", "--duet-a-python", "no-such-python3"],
+            "no such interpreter",
+        ),
     ):
         refused = pytest_run(root, "pytest_suite", *args)
         assert refused.returncode == pytest.ExitCode.USAGE_ERROR, refused.stderr
         assert said in refused.stderr
+        assert "Traceback" not in refused.stdout + refused.stderr
+    # a test path that is not there: pytest's own words, before anything runs
+    missing = pytest_run(root, "pytest_suite/test_gone.py", "--duet-a", "v_a", "--duet-b", "v_b")
+    assert missing.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "file or directory not found: pytest_suite/test_gone.py" in missing.stderr
+    # a budget that cannot hold three runs: what it would take, exit status 2
+    short = pytest_run(root, "pytest_suite", "--duet-a", "v_a", "--duet-b", "v_b",
+                       "--duet-budget", "1s")  # fmt: skip
+    assert short.returncode == 2, short.stdout + short.stderr
+    assert "--duet-budget 1s is too short" in short.stdout and "Give --duet-budget" in short.stdout
+    assert "Traceback" not in short.stdout + short.stderr
 
 
 def test_without_duet_flags_the_suite_runs_as_under_pytest_benchmark(tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ class RunSpec:
     container: dict[str, Any] = field(default_factory=dict)
     warmup: int | str = 0
     aa: bool = False
+    workload_benchmarks: bool = False  # each workload of the results is its own benchmark
     base_dir: str = ""  # directory of the config file: relative workdirs are relative to it
 
     @property
@@ -307,6 +308,7 @@ def make_plan(exp: Experiment, only: list[str] | tuple[str, ...] | None = None) 
                 executor=exp.executor,
                 container=container,
                 warmup=bench.warmup,
+                workload_benchmarks=bench.workload_benchmarks,
                 aa=bench.aa,
                 base_dir=base_dir,
                 **r,

@@ -228,7 +228,9 @@ def _finish_side(
         return None
     spec = run.spec
     df["warmup"] = _warmup_mask(df, spec.get("warmup", 0))
-    if "workload" in df.columns and df["workload"].nunique() > 1:
+    if "workload" in df.columns and spec.get("workload_benchmarks"):
+        df["benchmark"] = df["workload"].astype(str)
+    elif "workload" in df.columns and df["workload"].nunique() > 1:
         df["benchmark"] = run.benchmark + ":" + df["workload"].astype(str)
     else:
         df["benchmark"] = run.benchmark

@@ -230,6 +230,11 @@ class CpuClock:
             delay = max(0, after[1] - before[1])
         return max(0, after[0] - before[0]), delay
 
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
 
 class _Samples:
     """micro-samples.csv, one row per sample, flushed per row (``paired``: with the side)."""
@@ -470,13 +475,33 @@ def _sample_loop(
 ) -> None:
     """``prepare``: called before each sample (before its handshake, untimed), returns the
     callable that sample times (pytest-benchmark's ``pedantic(setup=...)``)."""
+    cpu_clock = CpuClock()
+    try:
+        _take_samples(
+            args, h, samples, fn, evaluations, timeout, handshake, swap, prepare, cpu_clock
+        )
+    finally:
+        cpu_clock.close()
+
+
+def _take_samples(
+    args: argparse.Namespace,
+    h: dict[str, Any],
+    samples: _Samples,
+    fn: Any,
+    evaluations: int,
+    timeout: float | None,
+    handshake: Any,
+    swap: Any,
+    prepare: Any,
+    cpu_clock: CpuClock,
+) -> None:
     time_sample = h["calibration"].time_sample
     failure = h["discovery"].UserCodeFailure
     limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
     budget_ns = None if args.budget is None else round(args.budget * 1e9)
     disable_gc = not args.keep_gc
     clock = time.perf_counter_ns
-    cpu_clock = CpuClock()
     begin = None
     measured = warmed = 0
     while True:
@@ -532,6 +557,8 @@ def sample_callable(
     swap_every: float = 0.0,
     prepare: Any = None,
     environ: Any = None,
+    swap: Any = None,
+    say_done: bool = True,
 ) -> None:
     """One run's samples of ``fn`` (``evaluations`` calls each) into ``output``, exactly as
     the worker takes them -- the handshake of a synchronous duet and the CPU swap from
@@ -542,11 +569,17 @@ def sample_callable(
     ``calibration``); the interpreter and the sampling settings are added here. Raises
     the worker's ``UserCodeFailure`` (``_load_helpers()["discovery"]``) when ``fn`` or
     ``prepare`` raises, after telling the coordinator ``done``.
+
+    A process that samples several callables one after the other (a pytest session of
+    many benchmark tests) passes ``say_done=False`` to all but its last, and one ``swap``
+    (:func:`cpu_swap`) to all of them: a side that says ``done`` takes no more samples in
+    lockstep.
     """
     h = _load_helpers()
     env = os.environ if environ is None else environ
     handshake = h["handshake"].Handshake.from_env(env)
-    swap = h["cpuswap"].CpuSwap.from_env(env, swap_every)
+    if swap is None:
+        swap = h["cpuswap"].CpuSwap.from_env(env, swap_every)
     total = samples if samples is not None or budget_s else DEFAULT_SAMPLES
     info = {"format": FORMAT_VERSION, **meta, "python": _python_info()}
     info.update(gc_disabled=not keep_gc, warmup=warmup, samples=total, budget_s=budget_s)
@@ -562,11 +595,28 @@ def sample_callable(
         if swap is not None:
             info["cpu_swap"] = swap.to_json()
             _write_json(output, META_FILE, info)
-        if handshake is not None:
+        if handshake is not None and say_done:
             try:
                 handshake.done()
             except h["handshake"].HandshakeError:
                 pass
+
+
+def cpu_swap(environ: Any, period_s: float) -> Any:
+    """The CPU swap the executor asked for (``DUET_CPU_SWAP``), or None."""
+    return _load_helpers()["cpuswap"].CpuSwap.from_env(environ, period_s)
+
+
+def say_done(environ: Any) -> None:
+    """Tell the coordinator of a synchronous duet that this side takes no more samples
+    (nothing outside one)."""
+    h = _load_helpers()
+    handshake = h["handshake"].Handshake.from_env(environ)
+    if handshake is not None:
+        try:
+            handshake.done()
+        except h["handshake"].HandshakeError:
+            pass
 
 
 # --------------------------------------------------------------------------- in-process pairs

@@ -11,6 +11,7 @@ from pathlib import Path
 
 __all__ = [
     "PGRP",
+    "age_s",
     "PPID",
     "PROCESSOR",
     "STATE",
@@ -73,6 +74,18 @@ def start_time(pid: int) -> str:
         return fields[_START].decode() if fields is not None else ""
     except IndexError:
         return ""
+
+
+def age_s(pid: int | str = "self") -> float | None:
+    """Seconds since the process started (``"self"``: this one), None when it cannot be
+    told."""
+    fields = stat_fields(pid)
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started = int(fields[_START]) / os.sysconf("SC_CLK_TCK") if fields is not None else None
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if started is None else max(0.0, uptime - started)
 
 
 def gone(pid: int, start: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .names import ENV
+from .names import ENV, XDIST_OFF
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,9 +47,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--duet-method", action="append", default=[], choices=("sduet", "aduet", "seqn"),
                 help="sduet (default: lockstep per sample), aduet, seqn; repeatable")  # fmt: skip
     g.addoption("--duet-budget", metavar="TIME", default="60s",
-                help="machine time for all benchmark tests, e.g. 60s, 5m (default 60s)")  # fmt: skip
-    g.addoption("--duet-runs", metavar="N", type=int, default=10,
-                help="runs (fresh pytest processes per side) per test and method (default 10)")  # fmt: skip
+                help="the whole session's time, every process start included, e.g. 60s, 5m "
+                "(default 60s)")  # fmt: skip
+    g.addoption("--duet-runs", metavar="N", type=int,
+                help="runs (a fresh pytest process per side, each running every test) per "
+                "method (default: 10, more when the budget allows, fewer when it cannot)")  # fmt: skip
     g.addoption("--duet-samples", metavar="N", type=int, help="samples per run (not the budget)")
     g.addoption("--duet-min-sample-time", metavar="TIME", default="1ms",
                 help="calibration: the shortest sample (default 1ms)")  # fmt: skip
@@ -102,6 +104,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args
     ``pythonpath = src`` would give side A the current tree's code -- and before the
     conftests are loaded (a trylast hook)."""
     ins = instruction()
+    if ins is not None or duet_requested_early(early_config):
+        no_xdist(early_config, args)
     if ins is not None:
         paths = [os.path.abspath(p) for p in ins.get("paths") or []]
         # pytest-benchmark's hooks expect its own fixture object: in a side, this one is
@@ -114,6 +118,23 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args
         given = next((t for t in trees if t and all(os.path.isdir(p) for p in t)), [])
         paths = [os.path.abspath(p) for p in given]
     sys.path[:0] = [p for p in paths if p not in sys.path[: len(paths)]]
+
+
+def duet_requested_early(early_config: pytest.Config) -> bool:
+    known = early_config.known_args_namespace
+    return any(getattr(known, f"duet_{k}", None) for k in ("a", "b", "against"))
+
+
+def no_xdist(early_config: pytest.Config, args: list[str]) -> None:
+    """pytest-xdist's ``-n``/``--dist`` (often in a project's addopts) off for a duet's
+    own process and its sides: each side is one process running its tests in lockstep
+    with the other's. Appended to the arguments pytest is about to parse, so they win."""
+    if not early_config.pluginmanager.hasplugin("xdist"):
+        return
+    known = early_config.known_args_namespace
+    if getattr(known, "numprocesses", None) or getattr(known, "dist", "no") != "no":
+        args[:] = [*args, "--numprocesses=0", "--dist=no"]
+        XDIST_OFF.append(True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,31 +2,30 @@
 tests of two versions, each side in its own pytest processes, in lockstep
 (docs/pytest.md, "A against B").
 
-1. **Calibrate**: one pytest process per side runs every test that uses the
-   ``benchmark`` fixture (the user's command line, all fixtures); each call is calibrated
-   as duet micro's worker calibrates (docs/micro.md, "Calibration"). A test failing on a
-   side stops everything before any run (exit status 2); a test skipped on a side, or
-   not on both, is left out and said so.
-2. **Run**: an experiment of one benchmark per test goes through duetbench's scheduler
-   into a results directory (``--duet-output``/``pytest-<time>``), like `duet micro`'s:
-   every run starts one pytest process per side that runs that one test; under sduet
-   (the default) each sample starts after the micro worker's handshake, and each side is
-   told A's evaluation count, so both do equal work per sample.
-3. **Verdicts**: the table `duet compare` prints (:func:`verdicts`, the one call into
-   the verdict code), at the end of the session.
+1. **Calibrate** (``calibrate.py``): one pytest process per side, the two at once, runs
+   every test that uses the ``benchmark`` fixture (the user's command line, all
+   fixtures); each call is calibrated as duet micro's worker calibrates. A test failing
+   on a side stops everything before any run (exit status 2); a test skipped on a side,
+   or not on both, is left out and said so.
+2. **Design** (``design.py``): what is left of ``--duet-budget`` after the calibration
+   becomes runs and samples per test per run, from what the calibration measured.
+3. **Run**: an experiment through duetbench's scheduler into a results directory
+   (``--duet-output``/``pytest-<time>``): every run starts one pytest process per side
+   that runs *every* selected test, each test's call taking its samples; under sduet
+   (the default) each sample starts after the handshake, each side told A's evaluation
+   count. No run starts that would end after the budget.
+4. **Verdicts**: the table `duet compare` prints, through the workflow layer, with the
+   threshold kept in the results directory (so `duet compare` of it later agrees).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,20 +33,18 @@ from typing import Any
 
 import pytest
 
-from .names import ENV, FLAGS, PLUGIN
+from ..errors import DuetError
+from .calibrate import Found, Side, calibrate, pytest_argv
+from .design import Design, plan_runs
+from .names import ENV, FLAGS, XDIST_OFF
 
-#: seconds a side's pytest process costs besides its samples (interpreter, pytest,
-#: collection, fixtures); subtracted from each run's share of the budget
-PYTEST_RUN_OVERHEAD_S = 1.0
-#: bytes of a side's output kept to show why it failed
-_OUTPUT_TAIL = 3000
-
-
-def _error(message: str) -> Exception:
-    """An error of the session (after the options were read): exit status 2, no traceback."""
-    from ..errors import DuetError
-
-    return DuetError(message)
+#: seconds kept from the budget for the verdicts at the end (the analysis; its modules
+#: are imported while the calibration runs)
+VERDICT_RESERVE_S = 1.5
+#: swap CPUs after about this many samples of the slowest test (docs/micro.md, "Placement")
+SWAP_EVERY_S = 0.1
+#: the suite label of the results (the benchmarks are the tests)
+SUITE = "pytest"
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,7 @@ class DuetOptions:
     b_python: str
     methods: tuple[str, ...]
     budget_s: float
-    runs: int
+    runs: int | None
     samples: int | None
     min_sample_s: float
     keep_gc: bool
@@ -77,14 +74,13 @@ class DuetOptions:
 
     @staticmethod
     def from_config(config: pytest.Config) -> DuetOptions:
-        from ..commands._options import parse_threshold
-        from ..units import duration
+        from ..units import ValueTextError, duration, percentage
 
-        def seconds(flag: str) -> float:
+        def value(flag: str, parse: Any) -> Any:
             text = str(config.getoption(flag))
             try:
-                return duration(text)
-            except ValueError as exc:
+                return parse(text)
+            except ValueTextError as exc:
                 raise pytest.UsageError(f"{flag} {text!r}: {exc}") from None
 
         a, b, against = (config.getoption(f) for f in ("--duet-a", "--duet-b", "--duet-against"))
@@ -101,16 +97,19 @@ class DuetOptions:
             if config.getoption(flag) and not against:
                 raise pytest.UsageError(f"{flag} goes with --duet-against")
         runs, samples = config.getoption("--duet-runs"), config.getoption("--duet-samples")
-        if runs < 1 or (samples is not None and samples < 1):
-            raise pytest.UsageError("--duet-runs and --duet-samples must be at least 1")
+        if (runs is not None and runs < 2) or (samples is not None and samples < 1):
+            raise pytest.UsageError(
+                "--duet-runs must be at least 2 (an interval needs two runs) and "
+                "--duet-samples at least 1"
+            )
         for flag in ("--duet-a", "--duet-b"):
             for p in config.getoption(flag):
                 if not Path(p).is_dir():
                     raise pytest.UsageError(f"{flag} {p}: not a directory (a source tree)")
-        try:
-            threshold = parse_threshold(config.getoption("--duet-threshold"))
-        except Exception as exc:  # a DuetError saying what to write
-            raise pytest.UsageError(str(exc)) from None
+        for flag in ("--duet-a-python", "--duet-b-python"):
+            python = config.getoption(flag)
+            if python and not _executable(python):
+                raise pytest.UsageError(f"{flag} {python}: no such interpreter")
         return DuetOptions(
             a_paths=tuple(os.path.abspath(p) for p in a),
             b_paths=tuple(os.path.abspath(p) for p in b),
@@ -120,19 +119,29 @@ class DuetOptions:
             a_python=config.getoption("--duet-a-python") or sys.executable,
             b_python=config.getoption("--duet-b-python") or sys.executable,
             methods=tuple(dict.fromkeys(config.getoption("--duet-method") or ["sduet"])),
-            budget_s=seconds("--duet-budget"),
+            budget_s=value("--duet-budget", lambda t: duration(t, "--duet-budget")),
             runs=runs,
             samples=samples,
-            min_sample_s=seconds("--duet-min-sample-time"),
+            min_sample_s=value(
+                "--duet-min-sample-time", lambda t: duration(t, "--duet-min-sample-time")
+            ),
             keep_gc=config.getoption("--duet-keep-gc"),
             cpu_swap=not config.getoption("--duet-no-cpu-swap"),
-            threshold=threshold,
+            threshold=value("--duet-threshold", lambda t: percentage(t, "--duet-threshold")),
             fmt=config.getoption("--duet-format"),
             report=config.getoption("--duet-report"),
             fail_on_regression=config.getoption("--duet-fail-on-regression"),
             output=Path(config.getoption("--duet-output")),
             seed=config.getoption("--duet-seed"),
         )
+
+
+def _executable(python: str) -> bool:
+    import shutil
+
+    return shutil.which(python) is not None or (
+        os.path.isfile(python) and os.access(python, os.X_OK)
+    )
 
 
 def side_args(args: list[str] | tuple[str, ...]) -> list[str]:
@@ -150,20 +159,12 @@ def side_args(args: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class Side:
-    name: str  # A or B
-    python: str
-    paths: tuple[str, ...]
-
-
-@dataclass
-class Found:
-    """What the calibration passes found."""
-
-    tests: list[str]  # on both sides, in A's order
-    calibrations: dict[str, dict[str, dict[str, Any]]]  # nodeid -> side -> record
-    notes: list[str] = field(default_factory=list)
+def short_name(nodeid: str) -> str:
+    """A test's name in the verdict table: its file's stem, class and name
+    (``tests/bench/test_parse.py::TestX::test_y[10]`` -> ``test_parse.TestX.test_y[10]``)."""
+    path, _, rest = nodeid.partition("::")
+    stem = Path(path).stem
+    return f"{stem}.{rest.replace('::', '.')}" if rest else stem
 
 
 def _env() -> dict[str, str]:
@@ -173,190 +174,86 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
-def pytest_argv(python: str, args: list[str]) -> list[str]:
-    return [python, "-m", "pytest", *args, "-p", PLUGIN, "-p", "no:cacheprovider", "-q"]
+def test_names(found: Found) -> dict[str, str]:
+    """node id -> the benchmark's name (unique, usable as a directory name)."""
+    from ..micro.request import bench_name
 
-
-def calibrate_side(side: Side, args: list[str], cwd: Path, opts: DuetOptions) -> dict[str, Any]:
-    """One pytest process of ``side`` over every benchmark test: what it calibrated and
-    each test's outcome."""
-    with tempfile.TemporaryDirectory(prefix="duet-pytest-") as tmp:
-        out = Path(tmp) / "calibration.json"
-        ins = {
-            "mode": "calibrate",
-            "out": str(out),
-            "paths": list(side.paths),
-            "min_sample_s": opts.min_sample_s,
-            "keep_gc": opts.keep_gc,
-            "side": side.name,
-        }
-        env = {**_env(), ENV: json.dumps(ins), "DUET_PAIR": side.name}
-        try:
-            done = subprocess.run(
-                pytest_argv(side.python, args), cwd=cwd, env=env, capture_output=True, text=True
-            )
-        except OSError as exc:
-            raise _error(f"side {side.name}: cannot run {side.python}: {exc}") from None
-        if not out.is_file():
-            tail = (done.stdout + done.stderr)[-_OUTPUT_TAIL:]
-            raise _error(
-                f"side {side.name}: pytest ended (exit status {done.returncode}) before "
-                f"calibrating; is duetbench installed in {side.python}? Its output:\n{tail}"
-            )
-        return json.loads(out.read_text(encoding="utf-8"))
-
-
-def calibrate(sides: tuple[Side, Side], args: list[str], cwd: Path, opts: DuetOptions) -> Found:
-    docs = {s.name: calibrate_side(s, args, cwd, opts) for s in sides}
-    failed = [
-        f"{nodeid} (side {name}): {o['message']}"
-        for name, doc in docs.items()
-        for nodeid, o in doc["outcomes"].items()
-        if o["outcome"] == "failed"
-    ]
-    if failed:
-        raise _error(
-            "benchmark tests failed before any run, fix them first:\n  " + "\n  ".join(failed)
-        )
-    notes = []
-    skipped: dict[str, list[str]] = {}
-    for name, doc in docs.items():
-        for nodeid, o in doc["outcomes"].items():
-            if o["outcome"] == "skipped":
-                skipped.setdefault(nodeid, []).append(name)
-    for nodeid, names in skipped.items():
-        where = "both sides" if len(names) == 2 else f"side {names[0]}"
-        reason = docs[names[0]]["outcomes"][nodeid]["message"].removeprefix("Skipped: ")
-        notes.append(f"{nodeid}: skipped on {where} ({reason}); left out")
-    a, b = docs["A"]["records"], docs["B"]["records"]
-    for nodeid in docs["A"]["selected"]:
-        if nodeid in a and nodeid not in b and nodeid not in docs["B"]["selected"]:
-            notes.append(f"{nodeid}: side B has no such test; left out")
-    for nodeid in docs["B"]["selected"]:
-        if nodeid in b and nodeid not in docs["A"]["selected"]:
-            notes.append(f"{nodeid}: side A has no such test; left out")
-    tests = [n for n in a if n in b]
-    if not tests:
-        raise _error(
-            "no benchmark test ran on both sides: no test uses the benchmark fixture "
-            "(pytest-benchmark's) in what this command line selects"
-            + ("; " + "; ".join(notes) if notes else "")
-        )
-    return Found(tests, {n: {"A": a[n], "B": b[n]} for n in tests}, notes)
-
-
-def short_name(nodeid: str) -> str:
-    """A test's name in the verdict table: its file's stem, class and name
-    (``tests/bench/test_parse.py::TestX::test_y[10]`` -> ``test_parse.TestX.test_y[10]``)."""
-    path, _, rest = nodeid.partition("::")
-    stem = Path(path).stem
-    return f"{stem}.{rest.replace('::', '.')}" if rest else stem
-
-
-def _node_arg(nodeid: str, rootdir: Path) -> str:
-    """The node id as a command-line argument from any directory (its file absolute)."""
-    path, sep, rest = nodeid.partition("::")
-    return str(rootdir / path) + sep + rest
+    taken: set[str] = set()
+    return {nodeid: bench_name(short_name(nodeid), taken) for nodeid in found.tests}
 
 
 def build_experiment(
     found: Found,
+    design: Design,
+    names: dict[str, str],
     sides: tuple[Side, Side],
     args: list[str],
-    positional: list[str],
     cwd: Path,
-    rootdir: Path,
     opts: DuetOptions,
     name: str,
 ) -> Any:
-    """One micro benchmark per test (harness ``micro``: the worker's files), each side a
-    pytest command running that test; sampling time per run from the budget, as
-    `duet micro` shares it (docs/micro.md, "duet micro")."""
+    """One benchmark whose every run samples every test: each side a pytest command over
+    the user's arguments, told the plan (node ids, samples, folders); each test's samples
+    become the benchmark of its name (``workload_benchmarks``)."""
     from ..config.model import Benchmark, Experiment
     from ..config.model import Side as ConfigSide
-    from ..micro.experiment import (
-        MIN_SAMPLES_PER_RUN,
-        RUN_TIMEOUT_SLACK_S,
-        SWAP_MIN_S,
-        SWAP_SAMPLES,
-    )
-    from ..micro.request import MIN_RUN_TIME_S, bench_name
+    from ..micro.experiment import RUN_TIMEOUT_SLACK_S
 
-    share = opts.budget_s / (len(found.tests) * len(opts.methods) * opts.runs)
-    run_time = max(MIN_RUN_TIME_S, share - PYTEST_RUN_OVERHEAD_S)
-    reps = {m: (math.ceil(opts.runs / 2) if m == "seqn" else opts.runs) for m in opts.methods}
-    base_args = [a for a in args if a not in set(positional)]
+    tests = [
+        {
+            "nodeid": nodeid,
+            "name": names[nodeid],
+            "dir": f"t{i:03d}",
+            "samples": design.samples[names[nodeid]],
+            "evaluations": found.evaluations(nodeid),
+        }
+        for i, nodeid in enumerate(found.tests)
+    ]
+    reps = {m: (math.ceil(design.runs / 2) if m == "seqn" else design.runs) for m in opts.methods}
     aa = sides[0].python == sides[1].python and sides[0].paths == sides[1].paths
-    taken: set[str] = set()
-    benchmarks = []
-    for nodeid in found.tests:
-        cal = found.calibrations[nodeid]
-        setup = bool(cal["A"].get("setup"))
-        evaluations = 1 if setup else int(cal["A"]["calibration"]["evaluations"])
-        per_eval = max(
-            float(c["calibration"].get("per_evaluation_ns") or 0.0) for c in cal.values()
-        )
-        sample_s = max(evaluations * per_eval / 1e9, opts.min_sample_s if not setup else 0.0)
-        budget_s = None
-        if opts.samples is None:
-            budget_s = max(run_time, MIN_SAMPLES_PER_RUN * sample_s)
-        swap_s = max(SWAP_MIN_S, SWAP_SAMPLES * sample_s) if opts.cpu_swap else 0.0
-        sampling = budget_s if budget_s is not None else (opts.samples or 0) * sample_s
-        config_sides = []
-        for side in sides:
-            ins = {
-                "mode": "run",
-                "nodeid": nodeid,
-                "evaluations": evaluations,
-                "samples": opts.samples,
-                "budget_s": budget_s,
-                "warmup": 1,
-                "keep_gc": opts.keep_gc,
-                "swap_every": swap_s,
-                "paths": list(side.paths),
-                "side": side.name,
-            }
-            command = shlex.join(pytest_argv(side.python, [*base_args, _node_arg(nodeid, rootdir)]))
-            config_sides.append(
-                (
-                    side.name,
-                    ConfigSide(
-                        command=command,
-                        sync_command=command,
-                        env=((ENV, json.dumps(ins, sort_keys=True)),),
-                        workdir=str(cwd),
-                    ),
-                )
-            )
-        benchmarks.append(
-            Benchmark(
-                name=bench_name(short_name(nodeid), taken),
-                sides=tuple(config_sides),
-                aa=aa,
-                harness="micro",
-                repetitions=tuple((m, reps.get(m, 0)) for m in ("seqn", "aduet", "sduet")),
-                iterations=None,
-                timeout=RUN_TIMEOUT_SLACK_S
-                + 10 * (sampling + 2 * sample_s + PYTEST_RUN_OVERHEAD_S),
-                cpus="pinned",  # docs/micro.md, "Placement"
-                suite=nodeid,
+    config_sides = []
+    for side in sides:
+        ins = {
+            "mode": "run",
+            "tests": tests,
+            "warmup": design.warmup,
+            "keep_gc": opts.keep_gc,
+            "swap_every": SWAP_EVERY_S if opts.cpu_swap else 0.0,
+            "paths": list(side.paths),
+            "side": side.name,
+        }
+        command = shlex.join(pytest_argv(side.python, args))
+        config_sides.append(
+            (
+                side.name,
+                ConfigSide(
+                    command=command,
+                    sync_command=command,
+                    env=((ENV, json.dumps(ins, sort_keys=True)),),
+                    workdir=str(cwd),
+                    results=tuple(f"$DUET_OUTPUT_DIR/{t['dir']}" for t in tests),
+                ),
             )
         )
-    return Experiment(name=name, seed=opts.seed, schedule="rmit", benchmarks=tuple(benchmarks))
-
-
-def verdicts(root: Path, opts: DuetOptions) -> tuple[str | None, bool]:
-    """The verdict table of results directory ``root`` -- `duet compare`'s, by its one
-    function -- printed (``None``) or as text for ``--duet-report``; True when a verdict
-    is 'slower'."""
-    from ..commands.compare import render_verdicts
-
-    if opts.report is None:
-        return None, render_verdicts(root, opts.fmt, None, opts.threshold)
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        regression = render_verdicts(root, opts.fmt, None, opts.threshold)
-    return buf.getvalue(), regression
+    bench = Benchmark(
+        name="tests",
+        sides=tuple(config_sides),
+        aa=aa,
+        harness="micro",
+        suite=SUITE,
+        repetitions=tuple((m, reps.get(m, 0)) for m in ("seqn", "aduet", "sduet")),
+        iterations=None,
+        timeout=RUN_TIMEOUT_SLACK_S + 10 * design.run_s,
+        cpus="pinned",  # docs/micro.md, "Placement"
+        workload_benchmarks=True,
+    )
+    return Experiment(
+        name=name,
+        seed=opts.seed,
+        schedule="rmit",
+        benchmarks=(bench,),
+        threshold=opts.threshold,  # kept: `duet compare` of the directory gives this table
+    )
 
 
 @dataclass
@@ -366,6 +263,8 @@ class Outcome:
     regression: bool = False
     runs_failed: bool = False
     interrupted: bool = False
+    text: str | None = None  # the verdict table for --duet-report
+    error: bool = False  # the session stopped with a message (exit status 2)
 
 
 def _git_toplevel(cwd: Path) -> Path:
@@ -373,53 +272,153 @@ def _git_toplevel(cwd: Path) -> Path:
         ["git", "-C", str(cwd), "rev-parse", "--show-toplevel"], capture_output=True, text=True
     )
     if done.returncode != 0:
-        raise _error(f"--duet-against needs a git repository: {done.stderr.strip()}")
+        raise DuetError(f"--duet-against needs a git repository: {done.stderr.strip()}")
     return Path(done.stdout.strip())
 
 
-def run_duet(config: pytest.Config, opts: DuetOptions, write: Any) -> Outcome:
-    """Calibrate, run and judge (see the module doc)."""
-    from ..ci.trees import Trees, resolve
+class Session:
+    """One duet session: its clock (the budget counts from this process's start), what
+    it writes to the terminal, and the steps of the module doc."""
 
-    cwd = Path(config.invocation_params.dir)
-    args = side_args(list(config.invocation_params.args))
-    positional = [str(a) for a in config.args]
-    with contextlib.ExitStack() as stack:
-        if opts.against:
-            top = _git_toplevel(cwd)
-            trees = stack.enter_context(Trees(top))
-            tree = trees.checkout(resolve(top, opts.against), "against")
-            if opts.build:
-                trees.build(tree, opts.build)
-            rel = opts.tree_path or ("src" if (top / "src").is_dir() else ".")
-            a_paths = (str((tree / rel).resolve()),)
-            b_paths = (str((top / rel).resolve()),)
-            write(f"duet: side A is {opts.against} (a worktree), side B this tree ({rel})")
-        else:
-            a_paths, b_paths = opts.a_paths, opts.b_paths
-        sides = (Side("A", opts.a_python, a_paths), Side("B", opts.b_python, b_paths))
-        write("duet: calibrating the benchmark tests in each side's pytest")
-        found = calibrate(sides, args, cwd, opts)
-        for note in found.notes:
-            write(f"duet: {note}")
-        name = "pytest-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        exp = build_experiment(
-            found, sides, args, positional, cwd, Path(config.rootpath), opts, name
+    def __init__(
+        self, config: pytest.Config, opts: DuetOptions, write: Any, section: Any = None
+    ) -> None:
+        from ..proctools.procfs import age_s
+
+        self.config = config
+        self.opts = opts
+        self.write = write
+        self.section = section or (lambda title: None)
+        self.started = time.monotonic() - (age_s() or 0.0)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def sides(self, stack: Any) -> tuple[Side, Side]:
+        opts = self.opts
+        if not opts.against:
+            return (Side("A", opts.a_python, opts.a_paths), Side("B", opts.b_python, opts.b_paths))
+        from ..ci.trees import Trees, resolve
+
+        top = _git_toplevel(Path(self.config.invocation_params.dir))
+        trees = stack.enter_context(Trees(top))
+        tree = trees.checkout(resolve(top, opts.against), "against")
+        if opts.build:
+            trees.build(tree, opts.build)
+        rel = opts.tree_path or ("src" if (top / "src").is_dir() else ".")
+        self.write(f"duet: side A is {opts.against} (a worktree), side B this tree ({rel})")
+        return (
+            Side("A", opts.a_python, (str((tree / rel).resolve()),)),
+            Side("B", opts.b_python, (str((top / rel).resolve()),)),
         )
-        return _run(exp, opts, found.notes)
+
+    def calibrate(self, sides: tuple[Side, Side], args: list[str]) -> Found:
+        import threading
+
+        cwd = Path(self.config.invocation_params.dir)
+        settings = {"min_sample_s": self.opts.min_sample_s, "keep_gc": self.opts.keep_gc}
+        self.write("duet: calibrating the benchmark tests in each side's pytest")
+        # the verdicts' modules load while the sides calibrate, not after the last run
+        preload = threading.Thread(target=_preload_analysis, daemon=True)
+        preload.start()
+        found = calibrate(sides, args, cwd, _env(), settings)
+        preload.join()
+        for name, conf in sorted(found.config.items()):
+            ini = conf["inifile"] or "none"
+            self.write(f"duet: side {name}'s pytest: rootdir {conf['rootdir']}, inifile {ini}")
+        for note in found.notes:
+            self.write(f"duet: {note}")
+        return found
+
+    def design(self, found: Found, names: dict[str, str]) -> Design:
+        from .design import BudgetTooSmall
+
+        opts = self.opts
+        costs = [found.cost(nodeid, names[nodeid], opts.min_sample_s) for nodeid in found.tests]
+        # every method runs the design once (seqn: half the repetitions, two runs each)
+        per_method = len(opts.methods)
+        available = (opts.budget_s - self.elapsed() - VERDICT_RESERVE_S) / per_method
+        try:
+            design = plan_runs(
+                costs, found.overhead_s, available, runs=opts.runs, samples=opts.samples
+            )
+        except BudgetTooSmall as exc:
+            raise DuetError(
+                f"--duet-budget {opts.budget_s:g}s is too short: {exc}. Give --duet-budget "
+                f"{math.ceil(exc.needed_s * per_method + self.elapsed() + VERDICT_RESERVE_S)}s "
+                "or more, or select fewer tests (-k)"
+            ) from None
+        samples = sorted(set(design.samples.values()))
+        spread = f"{samples[0]}" if len(samples) == 1 else f"{samples[0]}-{samples[-1]}"
+        self.write(
+            f"duet: {len(found.tests)} tests, {design.runs} runs of about {design.run_s:.1f} s "
+            f"({found.overhead_s:.1f} s of it pytest, collection and fixtures); "
+            f'{spread} samples per test per run (docs/pytest.md, "Cost")'
+        )
+        for note in design.notes:
+            self.write(f"duet: {note}")
+        return design
+
+    def run(self, exp: Any, design: Design) -> Outcome:
+        from ..report.progress import RichObserver
+        from ..schedule.inline import Deadline, run_experiment
+        from ..workflow.runs import runs_not_ok
+
+        at = time.monotonic() + (self.opts.budget_s - self.elapsed() - VERDICT_RESERVE_S)
+        summary = run_experiment(
+            exp,
+            self.opts.output,
+            observer=RichObserver(),
+            deadline=Deadline(at, design.run_s),
+        )
+        out = Outcome(root=summary.root, interrupted=summary.interrupted)
+        if summary.out_of_time:
+            out.notes.append(
+                f"{summary.out_of_time} planned runs were not started: they would have "
+                "ended after --duet-budget (the machine was slower than the calibration)"
+            )
+        if not summary.interrupted:
+            out.runs_failed = bool(runs_not_ok(summary.root, exp, None))
+        return out
+
+    def judge(self, out: Outcome) -> None:
+        from ..workflow.verdicts import judge, render, render_text
+
+        assert out.root is not None
+        table = judge(out.root)
+        out.regression = table.slower
+        self.section("duet: B against A")
+        if self.opts.report is None:
+            render(table, self.opts.fmt)
+        else:
+            out.text = render_text(table, self.opts.fmt)
+
+
+def _preload_analysis() -> None:
+    import duetbench.verdicts  # noqa: F401  (pandas, numpy, scipy)
+    import duetbench.workflow.verdicts  # noqa: F401
+
+
+def run_duet(config: pytest.Config, opts: DuetOptions, write: Any, section: Any = None) -> Outcome:
+    """Calibrate, design, run and judge (see the module doc)."""
+    import contextlib
+
+    session = Session(config, opts, write, section)
+    args = side_args(list(config.invocation_params.args))
+    with contextlib.ExitStack() as stack:
+        sides = session.sides(stack)
+        found = session.calibrate(sides, args)
+        names = test_names(found)
+        design = session.design(found, names)
+        name = "pytest-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        cwd = Path(config.invocation_params.dir)
+        exp = build_experiment(found, design, names, sides, args, cwd, opts, name)
+        out = session.run(exp, design)
+        out.notes[:0] = found.notes
+        if out.root is not None and not out.interrupted:
+            session.judge(out)
+        return out
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _run(exp: Any, opts: DuetOptions, notes: list[str]) -> Outcome:
-    from ..commands.run import runs_not_ok
-    from ..report.progress import RichObserver
-    from ..schedule.inline import run_experiment
-
-    summary = run_experiment(exp, opts.output, observer=RichObserver())
-    out = Outcome(root=summary.root, notes=notes, interrupted=summary.interrupted)
-    if not summary.interrupted:
-        out.runs_failed = bool(runs_not_ok(summary.root, exp, None))
-    return out
 
 
 class Controller:
@@ -430,7 +429,12 @@ class Controller:
         self.config = config
         self.opts = DuetOptions.from_config(config)  # bad options: a UsageError, exit 4
         self.outcome: Outcome | None = None
-        self.report: str | None = None
+        if not config.option.pyargs:  # pytest's own message for a path that is not there
+            here = Path(config.invocation_params.dir)
+            for arg in config.args:
+                path = str(arg).partition("::")[0]
+                if not (here / path).exists():
+                    raise pytest.UsageError(f"file or directory not found: {arg}")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> bool:
@@ -438,31 +442,41 @@ class Controller:
         return True
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        return ["duet: the benchmark tests run in each side's own pytest processes"]
+        lines = ["duet: the benchmark tests run in each side's own pytest processes"]
+        if XDIST_OFF:
+            lines.append(
+                "duet: pytest-xdist's -n/--dist is off for this session and its sides (each "
+                "side runs its tests in one process, in lockstep with the other's)"
+            )
+        return lines
 
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        from ..errors import DuetError
-
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
 
         def write(line: str, **markup: bool) -> None:
             if reporter is not None:
                 reporter.write_line(line, **markup)
 
-        try:
-            out = run_duet(self.config, self.opts, write)
-            self.outcome = out
-            if out.root is None or out.interrupted:
-                return True
+        def section(title: str) -> None:
             if reporter is not None:
-                reporter.section("duet: B against A")
-            text, out.regression = verdicts(out.root, self.opts)
-        except DuetError as exc:
-            pytest.exit(f"duet: {exc}", returncode=2)
-        if text is not None and self.opts.report:
+                reporter.section(title)
+
+        try:
+            out = run_duet(self.config, self.opts, write, section)
+        except DuetError as exc:  # one clear message, no traceback; exit status 2
+            from ..text import visible
+
+            self.outcome = Outcome(error=True)
+            for i, line in enumerate(visible(str(exc), lines=True).splitlines()):
+                write(("duet: error: " if i == 0 else "  ") + line, red=True, bold=i == 0)
+            return True
+        self.outcome = out
+        if out.root is None or out.interrupted:
+            return True
+        if out.text is not None and self.opts.report:
             from ..atomic import write_atomic
 
-            write_atomic(Path(self.opts.report), text)
+            write_atomic(Path(self.opts.report), out.text)
             write(f"verdicts: {self.opts.report}")
         write(f"results: {out.root}")
         for note in out.notes:
@@ -474,11 +488,13 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """0; 1 for failed runs, or a 'slower' verdict with --duet-fail-on-regression;
-        2 interrupted (as pytest)."""
+        2 interrupted (as pytest) or stopped with a message."""
         out = self.outcome
         if out is None:
             return
-        if out.interrupted:
+        if out.error:
+            session.exitstatus = 2
+        elif out.interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         elif out.runs_failed or (out.regression and self.opts.fail_on_regression):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

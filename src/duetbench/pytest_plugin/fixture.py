@@ -68,6 +68,14 @@ class State:
     instruction: dict[str, Any] = field(default_factory=dict)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodeid -> what was timed
     stats: dict[str, Stats] = field(default_factory=dict)  # single: nodeid -> stats
+    swap: Any = None  # run: the CPU swap of this side, one for all its tests
+
+    def planned(self, nodeid: str) -> dict[str, Any]:
+        """Run mode: the plan's entry of test ``nodeid`` (samples, evaluations, folder)."""
+        for entry in self.instruction.get("tests") or []:
+            if entry["nodeid"] == nodeid:
+                return dict(entry)
+        raise DuetFixtureError(f"{nodeid} is not in this run's plan")
 
 
 STATE = State()
@@ -259,14 +267,19 @@ class BenchmarkFixture:
         ins = self.state.instruction
         settings = cal.Settings(min_sample_ns=round(float(ins.get("min_sample_s", 0.001)) * 1e9))
         keep_gc = bool(ins.get("keep_gc", False))
+        began = time.perf_counter()
+        prepare_s = 0.0
         if prepare is not None:  # one call per sample, each after its setup
-            per = []
+            per, setups = [], []
             for _ in range(3):
+                t0 = time.perf_counter()
                 f = prepare()
+                setups.append(time.perf_counter() - t0)
                 per.append(cal.time_sample(f, 1, disable_gc=not keep_gc))
             found = cal.calibrate_callable(prepare(), settings=settings, evaluations=1)
             doc = found.to_json()
             doc["per_evaluation_ns"] = float(min(per))
+            prepare_s = min(setups)
             result = prepare()()
         else:
             assert fn is not None
@@ -276,8 +289,10 @@ class BenchmarkFixture:
         self.state.records[self.fullname] = {
             "calibration": doc,
             "setup": prepare is not None,
+            "prepare_s": prepare_s,
             "pedantic": plan,
             "extra_info": _plain(self.extra_info),
+            "call_s": time.perf_counter() - began,
         }
         return result
 
@@ -285,21 +300,25 @@ class BenchmarkFixture:
         self, fn: Callable[[], Any] | None, prepare: Callable[[], Callable[[], Any]] | None
     ) -> Any:
         ins = self.state.instruction
-        output = os.environ.get("DUET_OUTPUT_DIR") or ins.get("output")
-        if not output:
+        root = os.environ.get("DUET_OUTPUT_DIR") or ins.get("output")
+        if not root:
             raise DuetFixtureError("no output directory: $DUET_OUTPUT_DIR is not set")
+        test = self.state.planned(self.fullname)
+        output = os.path.join(root, test["dir"])
         side = os.environ.get("DUET_PAIR") or ins.get("side") or "?"
-        evaluations = 1 if prepare is not None else int(ins["evaluations"])
+        evaluations = 1 if prepare is not None else int(test["evaluations"])
         meta = {
             "side": side,
             "target": self.fullname,
-            "benchmark": {"name": self.fullname, "kind": "pytest", "params": []},
+            "benchmark": {"name": test["name"], "kind": "pytest", "params": []},
             "calibration": {"evaluations": evaluations, "told": True},
             "paths": list(ins.get("paths") or []),
             "extra_info": _plain(self.extra_info),
         }
+        if self.state.swap is None:
+            self.state.swap = worker.cpu_swap(os.environ, float(ins.get("swap_every") or 0.0))
         failure = worker._load_helpers()["discovery"].UserCodeFailure
-        ctx = worker.Context(side, self.fullname, self.fullname)
+        ctx = worker.Context(side, self.fullname, test["name"])
         ctx.output = output
         try:
             worker.sample_callable(
@@ -307,13 +326,13 @@ class BenchmarkFixture:
                 evaluations,
                 output,
                 meta,
-                samples=ins.get("samples"),
-                budget_s=ins.get("budget_s"),
+                samples=int(test["samples"]),
                 warmup=int(ins.get("warmup", worker.DEFAULT_WARMUP)),
                 keep_gc=bool(ins.get("keep_gc", False)),
                 timeout=ins.get("timeout"),
-                swap_every=float(ins.get("swap_every") or 0.0),
                 prepare=prepare,
+                swap=self.state.swap,
+                say_done=False,  # the side says done after its last test (side.py)
             )
         except failure as exc:  # the function raised: micro-error.json says so, the test fails
             worker.report_failure(ctx, exc.phase, exc.error, worker.EXIT_FAILED)

@@ -8,3 +8,5 @@ ENV = "DUET_PYTEST"
 PLUGIN = "duetbench.pytest_plugin"
 #: options that take no value (every other --duet-* option takes one)
 FLAGS = ("--duet-fail-on-regression", "--duet-keep-gc", "--duet-no-cpu-swap")
+#: set when pytest-xdist was turned off in this process (the duet says so in its header)
+XDIST_OFF: list[bool] = []

@@ -130,6 +130,9 @@ def print_summary(console: Console, summary: ExperimentSummary, resume: str | No
     stopped = getattr(summary, "stopped_early", 0)
     if stopped:
         skipped += f"; {stopped} planned runs not needed (measured until sure: stops.json)"
+    late = getattr(summary, "out_of_time", 0)
+    if late:
+        skipped += f"; {late} planned runs not started: the budget was spent"
     head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
     console.print(
         f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. "

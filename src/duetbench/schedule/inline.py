@@ -65,6 +65,22 @@ class ExperimentSummary:
     # adaptive experiments: planned runs left out because their benchmark x method stopped
     stopped_early: int = 0
     adaptive: bool = False
+    # runs not started because the next one would have ended after the deadline
+    out_of_time: int = 0
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """Start no run that would end after ``at`` (``time.monotonic()``): a run is expected
+    to take as long as the mean of this invocation's runs so far, ``first_run_s`` before
+    the first (the pytest plugin's budget: docs/pytest.md, "Cost")."""
+
+    at: float
+    first_run_s: float
+
+    def allows(self, durations: list[float]) -> bool:
+        expected = sum(durations) / len(durations) if durations else self.first_run_s
+        return time.monotonic() + expected <= self.at
 
 
 def results_root(exp: Experiment, out_dir: str | Path) -> Path:
@@ -233,6 +249,7 @@ def run_experiment(
     only: list[str] | None = None,
     observer: Observer | None = None,
     priors: tuple[Any, ...] | None = None,
+    deadline: Deadline | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
 
@@ -240,10 +257,11 @@ def run_experiment(
     optionally method auto's spread and cost per (benchmark, method)) for the stopping
     rules and the method choice (``duet run --history``; StopTracker.use_priors).
     The experiment directory is locked first of all: a second `duet run` on it refuses at once
-    (store/lock.py)."""
+    (store/lock.py). ``deadline``: the runs that would end after it are not started
+    (``summary.out_of_time`` counts them)."""
     # the name is checked (and the root made absolute) before anything is created
     with ResultsStore.lock(results_root(exp, out_dir)):
-        return _run_locked(exp, out_dir, resume, only, observer or NullObserver(), priors)
+        return _run_locked(exp, out_dir, resume, only, observer or NullObserver(), priors, deadline)
 
 
 def _run_locked(
@@ -253,6 +271,7 @@ def _run_locked(
     only: list[str] | None,
     observer: Observer,
     priors: tuple[Any, ...] | None = None,
+    deadline: Deadline | None = None,
 ) -> ExperimentSummary:
     plan_all = make_plan(exp)
     plan = make_plan(exp, only) if only else plan_all
@@ -288,7 +307,11 @@ def _run_locked(
             record_host(store, exp, executor.host, executor)
             observer.experiment_started(store, plan, todo)
             with _background(exp.background, base_dir):
+                durations: list[float] = []
                 for spec in todo:
+                    if deadline is not None and not deadline.allows(durations):
+                        summary.out_of_time += 1
+                        continue
                     if tracker.skips(spec):  # its benchmark x method has stopped
                         summary.stopped_early += 1
                         run_skipped = getattr(observer, "run_skipped", None)
@@ -297,7 +320,9 @@ def _run_locked(
                         continue
                     observer.run_started(spec)
                     tmp = store.new_run_dir(spec.run_id)
+                    began = time.monotonic()
                     outcome = executor.execute(spec, tmp)
+                    durations.append(time.monotonic() - began)
                     record = outcome.record.relocated(tmp, store.run_dir(spec.run_id))
                     store.commit_run(tmp, record)
                     status = record.status
