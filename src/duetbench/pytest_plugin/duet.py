@@ -38,9 +38,10 @@ from .calibrate import Found, Side, calibrate, pytest_argv
 from .design import Design, plan_runs
 from .names import ENV, FLAGS, XDIST_OFF
 
-#: seconds kept from the budget for the verdicts at the end (the analysis; its modules
-#: are imported while the calibration runs)
-VERDICT_RESERVE_S = 1.5
+#: seconds kept from the budget for the verdicts at the end: the analysis's modules
+#: (pandas, scipy) load after the last run, not beside the calibration, which would
+#: read the sides' costs high
+VERDICT_RESERVE_S = 2.5
 #: swap CPUs after about this many samples of the slowest test (docs/micro.md, "Placement")
 SWAP_EVERY_S = 0.1
 #: the suite label of the results (the benchmarks are the tests)
@@ -313,16 +314,10 @@ class Session:
         )
 
     def calibrate(self, sides: tuple[Side, Side], args: list[str]) -> Found:
-        import threading
-
         cwd = Path(self.config.invocation_params.dir)
         settings = {"min_sample_s": self.opts.min_sample_s, "keep_gc": self.opts.keep_gc}
         self.write("duet: calibrating the benchmark tests in each side's pytest")
-        # the verdicts' modules load while the sides calibrate, not after the last run
-        preload = threading.Thread(target=_preload_analysis, daemon=True)
-        preload.start()
         found = calibrate(sides, args, cwd, _env(), settings)
-        preload.join()
         for name, conf in sorted(found.config.items()):
             ini = conf["inifile"] or "none"
             self.write(f"duet: side {name}'s pytest: rootdir {conf['rootdir']}, inifile {ini}")
@@ -392,11 +387,6 @@ class Session:
             render(table, self.opts.fmt)
         else:
             out.text = render_text(table, self.opts.fmt)
-
-
-def _preload_analysis() -> None:
-    import duetbench.verdicts  # noqa: F401  (pandas, numpy, scipy)
-    import duetbench.workflow.verdicts  # noqa: F401
 
 
 def run_duet(config: pytest.Config, opts: DuetOptions, write: Any, section: Any = None) -> Outcome:
