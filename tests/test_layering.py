@@ -286,6 +286,7 @@ IN_PYTEST = (
     "pytest_plugin/names.py",
     "pytest_plugin/side.py",
     "pytest_plugin/fixture.py",
+    "pytest_plugin/compat.py",
 )
 
 #: The package that alone reads /proc about processes (docs/architecture.md).

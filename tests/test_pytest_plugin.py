@@ -304,3 +304,25 @@ def test_the_fixture_api_misuse_and_the_command_line_of_a_side(tmp_path: Path) -
          "--duet-budget", "9s", "tests"]
     ) == ["-k", "x", "-v", "tests"]  # fmt: skip
     assert short_name("tests/b/test_p.py::TestX::test_y[10-a]") == "test_p.TestX.test_y[10-a]"
+
+
+def test_pytest_benchmark_s_options_work_without_it(tmp_path: Path) -> None:
+    """A project's addopts with pytest-benchmark's options, pytest-benchmark absent (here:
+    blocked): they parse, and a single side honours the ones that choose what runs."""
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\naddopts = -p no:benchmark -p no:cacheprovider --benchmark-disable "
+        "--benchmark-min-rounds=3 --benchmark-columns=min,max --benchmark-sort=name\n"
+    )
+    (tmp_path / "test_b.py").write_text(
+        "def test_timed(benchmark):\n    assert benchmark(sum, [1, 2]) == 3\n\n"
+        "def test_plain():\n    pass\n"
+    )
+    disabled = pytest_run(tmp_path, "-q")
+    assert disabled.returncode == 0, disabled.stdout + disabled.stderr
+    assert "2 passed" in disabled.stdout and "one side" not in disabled.stdout  # nothing timed
+    enabled = pytest_run(tmp_path, "-q", "--benchmark-enable", "--benchmark-only", "-rs")
+    assert enabled.returncode == 0, enabled.stdout + enabled.stderr
+    assert "1 passed, 1 skipped" in enabled.stdout and "--benchmark-only active" in enabled.stdout
+    assert "benchmark (duetbench, one side" in enabled.stdout
+    skipped = pytest_run(tmp_path, "-q", "--benchmark-skip")
+    assert "1 passed, 1 skipped" in skipped.stdout, skipped.stdout

@@ -30,7 +30,11 @@ import pytest
 from .names import ENV, XDIST_OFF
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import compat
+
+    if pluginmanager.is_blocked("benchmark") or not compat.pytest_benchmark_installed():
+        compat.add_options(parser)  # a project's addopts keep working without it
     g = parser.getgroup("duet", "duetbench: the benchmark tests of two versions, A against B")
     g.addoption("--duet-a", metavar="PATH", action="append", default=[],
                 help="side A's source tree, first on its sys.path (repeatable)")  # fmt: skip
@@ -159,8 +163,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Controller(config), "duetbench-duet")
     elif not config.pluginmanager.hasplugin("benchmark"):  # pytest-benchmark's name
         from . import fixture
+        from .compat import single_settings
         from .side import SinglePlugin
 
         fixture.STATE.mode = "single"
+        fixture.STATE.single = single_settings(config)
         config.pluginmanager.register(fixture, "duetbench-benchmark-fixture")
         config.pluginmanager.register(SinglePlugin(), "duetbench-single")

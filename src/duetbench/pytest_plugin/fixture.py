@@ -69,6 +69,8 @@ class State:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodeid -> what was timed
     stats: dict[str, Stats] = field(default_factory=dict)  # single: nodeid -> stats
     swap: Any = None  # run: the CPU swap of this side, one for all its tests
+    #: single: what pytest-benchmark's options say where it is not installed (compat.py)
+    single: dict[str, Any] = field(default_factory=dict)
 
     def planned(self, nodeid: str) -> dict[str, Any]:
         """Run mode: the plan's entry of test ``nodeid`` (samples, evaluations, folder)."""
@@ -232,6 +234,10 @@ class BenchmarkFixture:
     ) -> Any:
         data: list[float] = []
         result: Any = None
+        if self.state.single.get("disabled"):  # --benchmark-disable: one call, no timing
+            f = prepare() if prepare is not None else fn
+            assert f is not None
+            return f()
         if plan is not None:  # pedantic: exactly what was asked
             n = plan["iterations"]
             for r in range(plan["warmup_rounds"] + plan["rounds"]):
@@ -249,8 +255,13 @@ class BenchmarkFixture:
             result = fn()  # the value the test gets, and a first (untimed) call
             found = cal.calibrate_callable(fn)
             n = found.evaluations
-            max_time = float(self.options.get("max_time", DEFAULT_MAX_TIME))
-            min_rounds = int(self.options.get("min_rounds", DEFAULT_MIN_ROUNDS))
+            given = self.state.single
+            max_time = float(
+                self.options.get("max_time", given.get("max_time") or DEFAULT_MAX_TIME)
+            )
+            min_rounds = int(
+                self.options.get("min_rounds", given.get("min_rounds") or DEFAULT_MIN_ROUNDS)
+            )
             start = time.monotonic()
             while len(data) < min_rounds or time.monotonic() - start < max_time:
                 data.append(cal.time_sample(fn, n) / n / 1e9)

@@ -161,7 +161,23 @@ class SidePlugin:
 
 
 class SinglePlugin:
-    """Plain ``pytest`` without pytest-benchmark: the table at the end of the session."""
+    """Plain ``pytest`` without pytest-benchmark: ``--benchmark-skip``/``--benchmark-only``,
+    and the table at the end of the session."""
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        settings = fixture.STATE.single
+        for item in items:
+            bench = "benchmark" in getattr(item, "fixturenames", ())
+            if bench and settings.get("skip"):
+                item.add_marker(
+                    pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active).")
+                )
+            elif not bench and settings.get("only"):
+                item.add_marker(
+                    pytest.mark.skip(reason="Skipping non-benchmark (--benchmark-only active).")
+                )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         lines = fixture.stats_lines(fixture.STATE.stats)
