@@ -247,22 +247,46 @@ def _finish_side(
     other = run.other_cpus
     df["other_cpus"] = np.nan if other is None else other
     df["unbalanced"] = run.unbalanced
-    df["cpu_share"], df["busy_share"] = side_shares(side)
+    df["cpu_share"], df["busy_share"], df["cpu_window_ns"] = side_shares(side)
+    _window_run_delay(df, side)
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df
 
 
-def side_shares(side: SideRecord) -> tuple[float, float]:
-    """(CPU time, CPU time + run delay) of a side over its wall time in the run; NaN where
-    not measured (containers, older results, a run without a duration)."""
+def side_shares(side: SideRecord) -> tuple[float, float, float]:
+    """(CPU time, CPU time + run delay) of a side over its wall time, and that wall time
+    in ns where it is not the side's process's lifetime: the side's iterations' own window
+    less its handshake waits (run.json ``sides.<X>.window``, containers), else its process
+    (NaN); NaN where not measured (older results, a run without a duration)."""
+    times = side.window_times()
+    if times is not None:
+        cpu, runq, wall = times
+        return cpu / wall, np.nan if runq is None else (cpu + runq) / wall, wall * 1e9
     if side.cpu_s is None or side.start_ns is None or side.end_ns is None:
-        return np.nan, np.nan
+        return np.nan, np.nan, np.nan
     wall = (side.end_ns - side.start_ns) / 1e9
     if not wall > 0:
-        return np.nan, np.nan
+        return np.nan, np.nan, np.nan
     busy = np.nan if side.runq_s is None else (side.cpu_s + side.runq_s) / wall
-    return side.cpu_s / wall, busy
+    return side.cpu_s / wall, busy, np.nan
+
+
+def _window_run_delay(df: pd.DataFrame, side: SideRecord) -> None:
+    """Rows with a CPU time but no run delay of their own (the built-in harness in a
+    container cannot read a process's delay once it has ended) get their CPU time times
+    the side's run delay per CPU second in its window (execute/container_cpu.py)."""
+    times = side.window_times()
+    if times is None or times[1] is None or not times[0] > 0 or "cpu_ns" not in df.columns:
+        return
+    cpu = pd.to_numeric(df["cpu_ns"], errors="coerce").astype("Float64")
+    runq = (
+        pd.to_numeric(df["runq_ns"], errors="coerce").astype("Float64")
+        if "runq_ns" in df.columns
+        else pd.Series(pd.NA, index=df.index, dtype="Float64")
+    )
+    guess = (cpu * (times[1] / times[0])).round()
+    df["runq_ns"] = runq.fillna(guess).astype("Int64")
 
 
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:
