@@ -256,13 +256,16 @@ def _finish_side(
 
 def side_shares(side: SideRecord) -> tuple[float, float, float]:
     """(CPU time, CPU time + run delay) of a side over its wall time, and that wall time
-    in ns where it is not the side's process's lifetime: the side's iterations' own window
-    less its handshake waits (run.json ``sides.<X>.window``, containers), else its process
-    (NaN); NaN where not measured (older results, a run without a duration)."""
+    in ns where it is not the side's process's lifetime (NaN): in containers (run.json
+    ``sides.<X>.window``) the CPU time within its iterations over their window less its
+    waits at the handshake, and with the run delay over the iterations' own wall time;
+    NaN where not measured (older results, a run without a duration)."""
     times = side.window_times()
     if times is not None:
-        cpu, runq, wall = times
-        return cpu / wall, np.nan if runq is None else (cpu + runq) / wall, wall * 1e9
+        busy = np.nan
+        if times.runq is not None and times.busy > 0:
+            busy = (times.cpu + times.runq) / times.busy
+        return times.cpu / times.span, busy, times.span * 1e9
     if side.cpu_s is None or side.start_ns is None or side.end_ns is None:
         return np.nan, np.nan, np.nan
     wall = (side.end_ns - side.start_ns) / 1e9
@@ -277,7 +280,7 @@ def _window_run_delay(df: pd.DataFrame, side: SideRecord) -> None:
     container cannot read a process's delay once it has ended) get their CPU time times
     the side's run delay per CPU second in its window (execute/container_cpu.py)."""
     times = side.window_times()
-    if times is None or times[1] is None or not times[0] > 0 or "cpu_ns" not in df.columns:
+    if times is None or times.runq is None or not times.cpu > 0 or "cpu_ns" not in df.columns:
         return
     cpu = pd.to_numeric(df["cpu_ns"], errors="coerce").astype("Float64")
     runq = (
@@ -285,7 +288,7 @@ def _window_run_delay(df: pd.DataFrame, side: SideRecord) -> None:
         if "runq_ns" in df.columns
         else pd.Series(pd.NA, index=df.index, dtype="Float64")
     )
-    guess = (cpu * (times[1] / times[0])).round()
+    guess = (cpu * (times.runq / times.cpu)).round()
     df["runq_ns"] = runq.fillna(guess).astype("Int64")
 
 

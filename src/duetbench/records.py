@@ -174,25 +174,40 @@ class SideRecord:
             extra={k: v for k, v in d.items() if k not in cls._KEYS},
         )
 
-    def window_times(self) -> tuple[float, float | None, float] | None:
-        """Over the side's iterations' own window less its waits at the sduet handshake
-        (run.json ``window``, containers): (CPU seconds, run delay seconds or None,
-        seconds); None where not measured."""
+    def window_times(self) -> WindowTimes | None:
+        """The side's CPU time within its iterations and what it was measured over
+        (run.json ``window``, containers: execute/container_cpu.py); None where not
+        measured."""
         w = self.window
         if not isinstance(w, Mapping) or "cpu_s" not in w:
             return None
         try:
             span = (int(w["end_ns"]) - int(w["start_ns"])) / 1e9 - float(w.get("wait_s") or 0.0)
-            cpu = float(w["cpu_s"]) - float(w.get("wait_cpu_s") or 0.0)
+            whole = float(w["cpu_s"])
+            own = w.get("iterations_cpu_s")
+            cpu = whole - float(w.get("wait_cpu_s") or 0.0) if own is None else float(own)
             runq = w.get("runq_s")
-            runq = None if runq is None else float(runq)
+            runq = None if runq is None or not whole > 0 else float(runq) * cpu / whole
+            busy = float(w.get("busy_s") or 0.0)
         except (KeyError, TypeError, ValueError):
             return None
-        if not (span > 0 and cpu >= 0 and math.isfinite(span + cpu)):
+        if not (span > 0 and cpu >= 0 and math.isfinite(span + cpu + busy)):
             return None
-        if runq is not None and float(w["cpu_s"]) > 0:  # the delay of the working time only
-            runq *= cpu / float(w["cpu_s"])
-        return cpu, runq, span
+        return WindowTimes(cpu, runq, span, busy)
+
+
+@dataclass(frozen=True)
+class WindowTimes:
+    """A container side's times over its iterations (seconds, :meth:`SideRecord.window_times`)."""
+
+    #: CPU time within the iterations themselves
+    cpu: float
+    #: run delay within them (its threads' delay per CPU second times ``cpu``); None: unknown
+    runq: float | None
+    #: the iterations' window less the side's waits at the sduet handshake
+    span: float
+    #: the iterations' own wall times, summed
+    busy: float
 
 
 def main_cpu(ran_on: Mapping[int, int] | None) -> int | None:

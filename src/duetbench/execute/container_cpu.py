@@ -83,38 +83,58 @@ class Samples:
             self.waits.setdefault(side, [])
 
 
-def interpolate(t: Sequence[int], v: Sequence[int | None], at: int) -> float | None:
-    """``v`` at time ``at``, linear between the readings around it (the nearest outside
-    them); None where nothing was read."""
-    pts = [(ti, vi) for ti, vi in zip(t, v, strict=True) if vi is not None]
-    if not pts:
-        return None
-    times = [p[0] for p in pts]
-    i = bisect.bisect_right(times, at)
-    if i == 0:
-        return float(pts[0][1])
-    if i == len(pts):
-        return float(pts[-1][1])
-    (t0, v0), (t1, v1) = pts[i - 1], pts[i]
-    if t1 == t0:
-        return float(v1)
-    return v0 + (v1 - v0) * (at - t0) / (t1 - t0)
+class Curve:
+    """A cumulative counter read at some times (ns): its value at any time, linear between
+    the readings around it, the nearest reading outside them."""
+
+    def __init__(self, points: Sequence[tuple[int, int | None]]) -> None:
+        pts = sorted((t, v) for t, v in points if v is not None)
+        self.t = [p[0] for p in pts]
+        self.v = [p[1] for p in pts]
+
+    def __bool__(self) -> bool:
+        return bool(self.t)
+
+    def at(self, when: int) -> float:
+        i = bisect.bisect_right(self.t, when)
+        if i == 0:
+            return float(self.v[0])
+        if i == len(self.t):
+            return float(self.v[-1])
+        t0, t1, v0, v1 = self.t[i - 1], self.t[i], self.v[i - 1], self.v[i]
+        return float(v1) if t1 == t0 else v0 + (v1 - v0) * (when - t0) / (t1 - t0)
+
+    def delta(self, start: int, end: int) -> float:
+        return max(0.0, self.at(end) - self.at(start))
 
 
-def _delta(s: Samples, series: Sequence[int | None], start: int, end: int) -> float | None:
-    a, b = interpolate(s.t, series, start), interpolate(s.t, series, end)
-    return None if a is None or b is None else max(0.0, b - a)
+def _curve(
+    s: Samples, series: Sequence[int | None], extra: Sequence[tuple[int, int]] = ()
+) -> Curve:
+    return Curve([*zip(s.t, series, strict=True), *extra])
+
+
+def _usage(s: Samples, side: str) -> Curve:
+    """The side's group's CPU time: the samples and the readings at the handshake."""
+    events = [(t, u) for w in s.waits[side] for t, u in ((w[0], w[1]), (w[2], w[3]))]
+    return _curve(s, s.usage[side], events)
 
 
 @dataclass(frozen=True)
 class Iterations:
-    """What a side's parser read: its first iteration's start, its last one's end, how
-    many, and their durations' sum (ns)."""
+    """What a side's parser read: each iteration's (start, end) and their durations'
+    sum (ns)."""
 
-    start_ns: int
-    end_ns: int
-    count: int
+    spans: tuple[tuple[int, int], ...]
     busy_ns: int
+
+    @property
+    def start_ns(self) -> int:
+        return min(a for a, _ in self.spans)
+
+    @property
+    def end_ns(self) -> int:
+        return max(b for _, b in self.spans)
 
 
 def read_iterations(
@@ -140,34 +160,40 @@ def read_iterations(
         return "its harness gives durations only, not when its iterations ran"
     starts, ends = df["start_ns"].astype("int64"), df["end_ns"].astype("int64")
     busy = df["duration_ns"] if "duration_ns" in df.columns else ends - starts
-    return Iterations(int(starts.min()), int(ends.max()), len(df), int(busy.astype("int64").sum()))
+    spans = tuple(zip(starts.tolist(), ends.tolist(), strict=True))
+    return Iterations(spans, int(busy.astype("int64").sum()))
 
 
 def side_window(s: Samples, side: str, it: Iterations) -> dict[str, Any]:
-    """run.json ``sides.<X>.window``: the side's CPU time, run delay and handshake waits
-    over its iterations' own window (see the module doc)."""
+    """run.json ``sides.<X>.window``: the side's CPU time over its iterations' own window
+    and within the iterations themselves, its run delay and its handshake waits (see the
+    module doc)."""
+    start, end = it.start_ns, it.end_ns
     out: dict[str, Any] = {
-        "start_ns": it.start_ns,
-        "end_ns": it.end_ns,
-        "iterations": it.count,
+        "start_ns": start,
+        "end_ns": end,
+        "iterations": len(it.spans),
         "busy_s": round(it.busy_ns / 1e9, 6),
     }
-    cpu = _delta(s, s.usage[side], it.start_ns, it.end_ns)
-    if cpu is None:
+    usage = _usage(s, side)
+    if not usage:
         return {**out, "why": "the container's CPU time could not be read"}
+    cpu = usage.delta(start, end)
+    own = sum(usage.delta(a, b) for a, b in it.spans)
     wait_s = wait_cpu = 0
     for ready_t, ready_u, go_t, go_u in s.waits[side]:
-        if it.start_ns <= ready_t and go_t <= it.end_ns:
+        if start <= ready_t and go_t <= end:
             wait_s += go_t - ready_t
             wait_cpu += max(0, go_u - ready_u)
-    seen_c = _delta(s, s.seen_cpu[side], it.start_ns, it.end_ns)
-    seen_d = _delta(s, s.seen_delay[side], it.start_ns, it.end_ns)
+    seen_c, seen_d = _curve(s, s.seen_cpu[side]), _curve(s, s.seen_delay[side])
     runq = None
-    if seen_c is not None and seen_d is not None and seen_c >= SEEN_MIN * cpu and cpu > 0:
-        runq = cpu * seen_d / seen_c
+    if seen_c and seen_d and cpu > 0:
+        c, d = seen_c.delta(start, end), seen_d.delta(start, end)
+        runq = cpu * d / c if c >= SEEN_MIN * cpu else None
     out.update(
         {
             "cpu_s": round(cpu / 1e9, 6),
+            "iterations_cpu_s": round(min(own, cpu) / 1e9, 6),
             "runq_s": None if runq is None else round(runq / 1e9, 6),
             "wait_s": round(wait_s / 1e9, 6),
             "wait_cpu_s": round(min(wait_cpu, cpu) / 1e9, 6),
@@ -190,23 +216,23 @@ def run_window(
         return None
     cpu: dict[str, float] = {}
     for side in s.sides:
-        used = _delta(s, s.usage[side], start, end)
-        if used is None:
+        usage = _usage(s, side)
+        if not usage:
             return None
-        cpu[side] = used
+        cpu[side] = usage.delta(start, end)
     out: dict[str, Any] = {
         "start_ns": start,
         "end_ns": end,
         "cpu_s": {side: round(v / 1e9, 6) for side, v in cpu.items()},
     }
-    busy, steal = _delta(s, s.host, start, end), _delta(s, s.steal, start, end)
-    own = _delta(s, s.own, start, end) or 0.0
-    if busy is not None and steal is not None:
+    busy, steal, own = _curve(s, s.host), _curve(s, s.steal), _curve(s, s.own)
+    if busy and steal:
         wall = end - start
-        others = max(0.0, busy - sum(cpu.values()) - own)
+        others = busy.delta(start, end) - sum(cpu.values())
+        others -= own.delta(start, end) if own else 0.0
         out["other_load"] = {
-            "processes": round(others / wall, 3),
-            "steal": round(steal / wall, 3),
+            "processes": round(max(0.0, others) / wall, 3),
+            "steal": round(steal.delta(start, end) / wall, 3),
         }
     return out
 
@@ -309,7 +335,7 @@ def with_windows(record: RunRecord, harness: str, run_dir: Path, samples: Sample
         else:
             window = side_window(samples, name, found)
             times = replace(side, window=window).window_times()
-            note = fill_note(found.busy_ns / 1e9 / times[2]) if times is not None else ""
+            note = fill_note(times.busy / times.span) if times is not None else ""
             if note:
                 window["why"] = note
         windows[name] = window
