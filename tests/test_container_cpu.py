@@ -266,3 +266,21 @@ def test_the_sampler_reads_groups_host_and_handshake(tmp_path: Path) -> None:
     ((ready_t, ready_u, go_t, go_u),) = s.waits["A"]
     assert (ready_u, go_u) == (5000, 7000) and ready_t <= go_t
     assert sampler.delay_seconds("A") is None  # no thread to read: unknown
+
+
+def test_a_sduet_side_that_starts_late_after_its_go_did_not_run_in_between() -> None:
+    """Beside a busy process a side often gets its go while another task has its CPU: it
+    starts its iteration milliseconds later, its CPU time flat until then. Read at the go,
+    the iteration's CPU time is exact; a line from the go to the next sample would credit
+    it the flat stretch's share."""
+    go, late = T0 + 10 * MS, 4 * MS
+    a = rate_curve([(10 * MS + late, 0.0), (22 * MS, 1.0), (30 * MS, 0.0)])
+    s = sampled({"A": a}, a, period=10 * MS, span=70 * MS)
+    span = (go + late, go + late + 22 * MS)
+    ready = span[1] + MS // 10  # it says ready as its iteration ends
+    s.waits["A"] = [(T0, a(T0), go, a(go)), (ready, a(ready), T0 + 60 * MS, a(T0 + 60 * MS))]
+    w = side_window(s, "A", Iterations((span,), 22 * MS))
+    assert w["iterations_cpu_s"] == pytest.approx(0.022, abs=1e-4)
+    # without the go's reading, the line from the go to the next sample misses part of it
+    s.waits["A"] = [(ready, a(ready), T0 + 60 * MS, a(T0 + 60 * MS))]
+    assert side_window(s, "A", Iterations((span,), 22 * MS))["iterations_cpu_s"] < 0.021

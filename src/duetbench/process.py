@@ -248,7 +248,6 @@ def _finish_side(
     df["other_cpus"] = np.nan if other is None else other
     df["unbalanced"] = run.unbalanced
     df["cpu_share"], df["busy_share"], df["cpu_window_ns"] = side_shares(side)
-    _window_run_delay(df, side)
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df
@@ -273,23 +272,6 @@ def side_shares(side: SideRecord) -> tuple[float, float, float]:
         return np.nan, np.nan, np.nan
     busy = np.nan if side.runq_s is None else (side.cpu_s + side.runq_s) / wall
     return side.cpu_s / wall, busy, np.nan
-
-
-def _window_run_delay(df: pd.DataFrame, side: SideRecord) -> None:
-    """Rows with a CPU time but no run delay of their own (the built-in harness in a
-    container cannot read a process's delay once it has ended) get their CPU time times
-    the side's run delay per CPU second in its window (execute/container_cpu.py)."""
-    times = side.window_times()
-    if times is None or times.runq is None or not times.cpu > 0 or "cpu_ns" not in df.columns:
-        return
-    cpu = pd.to_numeric(df["cpu_ns"], errors="coerce").astype("Float64")
-    runq = (
-        pd.to_numeric(df["runq_ns"], errors="coerce").astype("Float64")
-        if "runq_ns" in df.columns
-        else pd.Series(pd.NA, index=df.index, dtype="Float64")
-    )
-    guess = (cpu * (times.runq / times.cpu)).round()
-    df["runq_ns"] = runq.fillna(guess).astype("Int64")
 
 
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:

@@ -186,8 +186,10 @@ class SideRecord:
             whole = float(w["cpu_s"])
             own = w.get("iterations_cpu_s")
             cpu = whole - float(w.get("wait_cpu_s") or 0.0) if own is None else float(own)
-            runq = w.get("runq_s")
-            runq = None if runq is None or not whole > 0 else float(runq) * cpu / whole
+            runq = w.get("iterations_runq_s", w.get("runq_s"))
+            if runq is not None and "iterations_runq_s" not in w:
+                runq = float(runq) * cpu / whole if whole > 0 else None
+            runq = None if runq is None else float(runq)
             busy = float(w.get("busy_s") or 0.0)
         except (KeyError, TypeError, ValueError):
             return None

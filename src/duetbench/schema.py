@@ -232,9 +232,7 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "runq_ns",
         "Int64",
         "time the iteration was ready to run but waited for a CPU (the scheduler's run "
-        "delay; in containers, where the built-in harness cannot read it, its `cpu_ns` "
-        "times its side's run delay per CPU second in the run; empty: not measured); with "
-        "`cpu_ns` it says whether the side was CPU-bound",
+        "delay; empty: not measured); with `cpu_ns` it says whether the side was CPU-bound",
     ),
     ColumnSpec(
         "other_cpus",

@@ -164,10 +164,29 @@ def read_iterations(
     return Iterations(spans, int(busy.astype("int64").sum()))
 
 
+def _starts(s: Samples, side: str, it: Iterations, usage: Curve) -> list[float]:
+    """The side's group's CPU time at each iteration's start. After a go of the handshake
+    (sduet) that is its reading at the go: a side that waits for its go (asleep, or
+    spinning and seeing it within microseconds) starts late only when it was not running,
+    so its CPU time stands still from its go to its start -- where a line to the next
+    sample would rise."""
+    gos = sorted((w[2], w[3]) for w in s.waits[side])
+    times = [g[0] for g in gos]
+    out, before = [], None
+    for a, b in it.spans:
+        i = bisect.bisect_right(times, a) - 1
+        if i >= 0 and (before is None or times[i] >= before):
+            out.append(float(gos[i][1]))
+        else:
+            out.append(usage.at(a))
+        before = b
+    return out
+
+
 def side_window(s: Samples, side: str, it: Iterations) -> dict[str, Any]:
     """run.json ``sides.<X>.window``: the side's CPU time over its iterations' own window
-    and within the iterations themselves, its run delay and its handshake waits (see the
-    module doc)."""
+    and within the iterations themselves, its run delay there and its handshake waits
+    (see the module doc)."""
     start, end = it.start_ns, it.end_ns
     out: dict[str, Any] = {
         "start_ns": start,
@@ -178,23 +197,29 @@ def side_window(s: Samples, side: str, it: Iterations) -> dict[str, Any]:
     usage = _usage(s, side)
     if not usage:
         return {**out, "why": "the container's CPU time could not be read"}
-    cpu = usage.delta(start, end)
-    own = sum(usage.delta(a, b) for a, b in it.spans)
+    spans = sorted(it.spans)
+    starts = _starts(s, side, Iterations(tuple(spans), it.busy_ns), usage)
+    cpu = max(0.0, usage.at(end) - starts[0])
+    own = sum(max(0.0, usage.at(b) - u) for (_, b), u in zip(spans, starts, strict=True))
     wait_s = wait_cpu = 0
     for ready_t, ready_u, go_t, go_u in s.waits[side]:
         if start <= ready_t and go_t <= end:
             wait_s += go_t - ready_t
             wait_cpu += max(0, go_u - ready_u)
+    # the run delay: what the threads seen waited, per CPU second they were seen to run
     seen_c, seen_d = _curve(s, s.seen_cpu[side]), _curve(s, s.seen_delay[side])
-    runq = None
-    if seen_c and seen_d and cpu > 0:
-        c, d = seen_c.delta(start, end), seen_d.delta(start, end)
-        runq = cpu * d / c if c >= SEEN_MIN * cpu else None
+    runq = runq_own = None
+    seen = seen_c.delta(start, end) if seen_c and seen_d else 0.0
+    if cpu > 0 and seen >= SEEN_MIN * cpu:
+        scale = cpu / seen
+        runq = seen_d.delta(start, end) * scale
+        runq_own = sum(seen_d.delta(a, b) for a, b in spans) * scale
     out.update(
         {
             "cpu_s": round(cpu / 1e9, 6),
             "iterations_cpu_s": round(min(own, cpu) / 1e9, 6),
             "runq_s": None if runq is None else round(runq / 1e9, 6),
+            "iterations_runq_s": None if runq_own is None else round(runq_own / 1e9, 6),
             "wait_s": round(wait_s / 1e9, 6),
             "wait_cpu_s": round(min(wait_cpu, cpu) / 1e9, 6),
         }
