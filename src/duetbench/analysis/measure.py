@@ -62,7 +62,7 @@ REASONS = {
     "asked": "asked for",
     "quiet": "no other work beside the runs",
     "other-work": "beside other work; both sides CPU-bound",
-    "no-cpu-time": "no CPU time measured (containers, older results)",
+    "no-cpu-time": "no CPU time measured (older results, or a run the harness did not place in time)",
     "not-cpu-bound": "a side was not CPU-bound (it waited or slept)",
     "cpu-bound-unknown": "no run delay measured: whether the sides were CPU-bound is unknown",
     "parallel": "a side ran on more than one CPU at a time",
