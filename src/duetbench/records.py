@@ -290,27 +290,19 @@ UNBALANCED_MIN_S = 0.3
 UNBALANCED_MIN_SHARE = 0.2
 
 #: a side's CPU time over a window is credited to its iterations only when their wall
-#: times fill at least this share of it (a longer start-up or more work between them
-#: would pull the ratio towards 1; analysis/measure.py) ...
-FILL_MIN = 0.5
-#: ... and at most this (more: the times were not measured by its process -- values per
-#: inner loop, or computed -- and its CPU time is not theirs)
-FILL_MAX = 1.05
+#: times fill FILL_MIN to FILL_MAX of it (less: a start-up or work between them would pull
+#: the ratio towards 1; more: they are not its process's -- values per inner loop, or
+#: computed -- and its CPU time is not theirs; analysis/measure.py)
+FILL_MIN, FILL_MAX = 0.5, 1.05
 
 
 def fill_note(fill: float) -> str:
     """Why a side's CPU time over its window is not its iterations' ("" when it is)."""
     if fill > FILL_MAX:
-        return (
-            f"the iterations' times add up to {fill:.0%} of the time they span: the harness "
-            "did not measure them in its own process (values per inner loop, or computed), "
-            "so its CPU time is not theirs"
-        )
+        why = "the harness did not measure them in its own process (values per inner loop, or computed)"
+        return f"the iterations' times add up to {fill:.0%} of the time they span: {why}"
     if fill < FILL_MIN:
-        return (
-            f"the iterations fill only {fill:.0%} of the time they span: the harness works "
-            "between them, so its CPU time there is not theirs"
-        )
+        return f"the iterations fill only {fill:.0%} of the time they span: the harness works between them"
     return ""
 
 

@@ -316,10 +316,10 @@ class CpuSampler:
     def handshake(self, what: str, pairs: tuple[str, ...]) -> None:
         """The coordinator's report (sync/coordinator.py ``observer``): a side said ready,
         or these sides get their go now."""
-        t = time.time_ns()
         with self._lock:
             for side in pairs:
                 group = self.groups.get(side)
+                t = time.time_ns()
                 used = group.usage_ns() if group is not None else None
                 if used is None:
                     continue
