@@ -555,7 +555,10 @@ class ContainerExecutor(ContainerCpu, LocalExecutor):
             sides[name] = side
         record = replace(record, container=container, sides=sides)
         if st.sampler is not None and record.status in USABLE_STATUSES:
-            record = with_windows(record, spec.harness, run_dir, st.sampler.samples)
+            try:
+                record = with_windows(record, spec.harness, run_dir, st.sampler.samples)
+            except Exception:  # a measurement must never lose the run (run.json: no window)
+                pass
         if problems and record.status in (RunStatus.OK, RunStatus.FAILED):
             record = record.with_status(RunStatus.FAILED, "; ".join(problems))
         return replace(outcome, record=record)
