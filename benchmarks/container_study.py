@@ -224,7 +224,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                 "false alarms": int(alarm.sum()) if is_aa else math.nan,
                 "slower": math.nan if is_aa else int((g["verdict"] == "slower").sum()),
                 "left out": f"{int(g['left_out'].sum())}/{int(g['runs'].sum() + g['left_out'].sum())}",
-                "no data": int(g["measured"].isna().sum() + (g["verdict"] == "no data").sum()),
+                "no data": int((g["measured"].isna() | (g["verdict"] == "no data")).sum()),
                 "measure": " ".join(f"{k}:{v}" for k, v in g["measure"].value_counts().items()),
             }
         )
