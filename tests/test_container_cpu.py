@@ -284,3 +284,47 @@ def test_a_sduet_side_that_starts_late_after_its_go_did_not_run_in_between() -> 
     # without the go's reading, the line from the go to the next sample misses part of it
     s.waits["A"] = [(ready, a(ready), T0 + 60 * MS, a(T0 + 60 * MS))]
     assert side_window(s, "A", Iterations((span,), 22 * MS))["iterations_cpu_s"] < 0.021
+
+
+def test_each_run_says_where_its_cpu_time_is_not_its_iterations(tmp_path: Path) -> None:
+    """run.json per side: the window as the side's parser reads its results; a harness
+    whose times add up to more than they span (values per inner loop) keeps its numbers
+    and says why they are not its iterations'; one that gives durations only has none."""
+    from duetbench.execute.container_cpu import with_windows
+
+    usage = rate_curve([(400 * MS, 1.0)])
+    s = sampled({"A": usage, "B": usage}, lambda t: 2 * usage(t), span=400 * MS)
+    for side, rows in (
+        (
+            "A",
+            [
+                f"{(T0 + k * 30 * MS) / 1e9:.6f},{(T0 + (k + 1) * 30 * MS) / 1e9:.6f},1"
+                for k in range(10)
+            ],
+        ),
+        ("B", ["90000000"] * 10),  # 90 ms each, 10 of them: more than the run lasted
+    ):
+        (tmp_path / side).mkdir()
+        header = "start,end,x" if side == "A" else "duration_ns"
+        (tmp_path / side / "out.csv").write_text("\n".join([header, *rows]) + "\n")
+    record = RunRecord(
+        run_id="b.aduet.000",
+        benchmark="b",
+        method="aduet",
+        status="ok",
+        sides={n: SideRecord(n, status="ok", result_files=("out.csv",)) for n in "AB"},
+    )
+    out = with_windows(record, "generic", tmp_path, s)
+    a, b = out.sides["A"].window, out.sides["B"].window
+    assert a["iterations"] == 10 and "why" not in a
+    assert a["iterations_cpu_s"] == pytest.approx(0.3, abs=0.002)
+    assert "durations only" in b["why"] and "cpu_s" not in b
+    assert out.window is None  # a duet needs both sides' windows
+    # the same results with each time tripled: more than they span
+    rows = [
+        f"{(T0 + k * 30 * MS) / 1e9:.6f},{(T0 + k * 30 * MS + 90 * MS) / 1e9:.6f},1"
+        for k in range(10)
+    ]
+    (tmp_path / "A" / "out.csv").write_text("\n".join(["start,end,x", *rows]) + "\n")
+    a = with_windows(record, "generic", tmp_path, s).sides["A"].window
+    assert "did not measure them in its own process" in a["why"] and a["cpu_s"] > 0
