@@ -365,15 +365,19 @@ def placed(data: dict[str, Any]) -> dict[str, Any]:
     15), right after `all_cores_busy`, pinned or shared; `other_load` after it (the
     executor's measure of other work on the host: CPUs, execute/loadwatch.py); each
     side's `cpu_s` (the CPU time it used: execute/driver.py, a container's cgroup) and an
-    external harness's `runq_s` (its run delay); and, for a shared duet's side seen
-    running, `ran_on` (where it ran, execute/cpuwatch.py)."""
+    external harness's `runq_s` (its run delay); for a shared duet's side seen running,
+    `ran_on` (where it ran, execute/cpuwatch.py); and in containers the run's and each
+    side's `window` (their iterations' own, execute/container_cpu.py)."""
     keys = list(data)
     assert data["placement"] in ("pinned", "shared")
     assert keys[keys.index("all_cores_busy") + 1] == "placement"
     assert keys[keys.index("placement") + 1] == "other_load"
     load = data["other_load"]
     assert set(load) == {"processes", "steal"} and all(v >= 0 for v in load.values())
-    out = {k: v for k, v in data.items() if k not in ("placement", "other_load")}
+    if "window" in data:  # containers: the sides' iterations' overlap (execute/container_cpu.py)
+        assert keys[keys.index("other_load") + 1] == "window"
+        assert data["window"]["end_ns"] > data["window"]["start_ns"], data["window"]
+    out = {k: v for k, v in data.items() if k not in ("placement", "other_load", "window")}
     sides = {}
     for name, side in data.get("sides", {}).items():  # and each side's CPU time
         if side["status"] == "ok":
@@ -382,10 +386,14 @@ def placed(data: dict[str, Any]) -> dict[str, Any]:
             assert side["cpu_s"] >= 0, side
         if "runq_s" in side:  # external harnesses, containers: the run delay of their threads
             assert side["runq_s"] >= 0, side
+        if "window" in side:  # containers: its iterations' own window, or why there is none
+            w = side["window"]
+            assert "why" in w or (w["end_ns"] >= w["start_ns"] and w["cpu_s"] >= 0), side
         if "ran_on" in side:  # only the sides of a shared duet are watched
             assert data["placement"] == "shared" and data["method"] != "seqn", data
             assert all(c.isdigit() and n >= 1 for c, n in side["ran_on"].items()), side
-        sides[name] = {k: v for k, v in side.items() if k not in ("cpu_s", "runq_s", "ran_on")}
+        dropped = ("cpu_s", "runq_s", "ran_on", "window")
+        sides[name] = {k: v for k, v in side.items() if k not in dropped}
     if "sides" in out:
         out["sides"] = sides
     return out

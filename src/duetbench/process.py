@@ -249,22 +249,31 @@ def _finish_side(
     other = run.other_cpus
     df["other_cpus"] = np.nan if other is None else other
     df["unbalanced"] = run.unbalanced
-    df["cpu_share"], df["busy_share"] = side_shares(side)
+    df["cpu_share"], df["busy_share"], df["cpu_window_ns"] = side_shares(side)
     for col, val in c.host_cols.get(run.host, {}).items():
         df[col] = val
     return df
 
 
-def side_shares(side: SideRecord) -> tuple[float, float]:
-    """(CPU time, CPU time + run delay) of a side over its wall time in the run; NaN where
-    not measured (containers, older results, a run without a duration)."""
+def side_shares(side: SideRecord) -> tuple[float, float, float]:
+    """(CPU time, CPU time + run delay) of a side over its wall time, and that wall time
+    in ns where it is not the side's process's lifetime (NaN): in containers (run.json
+    ``sides.<X>.window``) the CPU time within its iterations over their window less its
+    waits at the handshake, and with the run delay over the iterations' own wall time;
+    NaN where not measured (older results, a run without a duration)."""
+    times = side.window_times()
+    if times is not None:
+        busy = np.nan
+        if times.runq is not None and times.busy > 0:
+            busy = (times.cpu + times.runq) / times.busy
+        return times.cpu / times.span, busy, times.span * 1e9
     if side.cpu_s is None or side.start_ns is None or side.end_ns is None:
-        return np.nan, np.nan
+        return np.nan, np.nan, np.nan
     wall = (side.end_ns - side.start_ns) / 1e9
     if not wall > 0:
-        return np.nan, np.nan
+        return np.nan, np.nan, np.nan
     busy = np.nan if side.runq_s is None else (side.cpu_s + side.runq_s) / wall
-    return side.cpu_s / wall, busy
+    return side.cpu_s / wall, busy, np.nan
 
 
 def _warmup_mask(df: pd.DataFrame, warmup: Any) -> np.ndarray:

@@ -87,6 +87,9 @@ class SideRecord:
     #: local executor, shared duets: CPU -> samples of the side's running processes
     #: there (execute/cpuwatch.py); None when not watched
     ran_on: Mapping[int, int] | None = None
+    #: container executor: the side's iterations' own window and its CPU time, run delay
+    #: and handshake waits in it, or why there is none (execute/container_cpu.py)
+    window: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know
 
     _KEYS = (
@@ -109,6 +112,7 @@ class SideRecord:
         "cpu_s",
         "runq_s",
         "ran_on",
+        "window",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +142,8 @@ class SideRecord:
             out["runq_s"] = self.runq_s
         if self.ran_on is not None:
             out["ran_on"] = {str(cpu): n for cpu, n in self.ran_on.items()}
+        if self.window is not None:
+            out["window"] = dict(self.window)
         out.update(self.extra)
         return out
 
@@ -164,8 +170,46 @@ class SideRecord:
             cpu_s=cpu_seconds(d),
             runq_s=cpu_seconds(d, "runq_s"),
             ran_on=_cpu_counts(d.get("ran_on")),
+            window=_optional_mapping(d, "window"),
             extra={k: v for k, v in d.items() if k not in cls._KEYS},
         )
+
+    def window_times(self) -> WindowTimes | None:
+        """The side's CPU time within its iterations and what it was measured over
+        (run.json ``window``, containers: execute/container_cpu.py); None where not
+        measured."""
+        w = self.window
+        if not isinstance(w, Mapping) or "cpu_s" not in w:
+            return None
+        try:
+            span = (int(w["end_ns"]) - int(w["start_ns"])) / 1e9 - float(w.get("wait_s") or 0.0)
+            whole = float(w["cpu_s"])
+            own = w.get("iterations_cpu_s")
+            cpu = whole - float(w.get("wait_cpu_s") or 0.0) if own is None else float(own)
+            runq = w.get("iterations_runq_s", w.get("runq_s"))
+            if runq is not None and "iterations_runq_s" not in w:
+                runq = float(runq) * cpu / whole if whole > 0 else None
+            runq = None if runq is None else float(runq)
+            busy = float(w.get("busy_s") or 0.0)
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not (span > 0 and cpu >= 0 and math.isfinite(span + cpu + busy)):
+            return None
+        return WindowTimes(cpu, runq, span, busy)
+
+
+@dataclass(frozen=True)
+class WindowTimes:
+    """A container side's times over its iterations (seconds, :meth:`SideRecord.window_times`)."""
+
+    #: CPU time within the iterations themselves
+    cpu: float
+    #: run delay within them (its threads' delay per CPU second times ``cpu``); None: unknown
+    runq: float | None
+    #: the iterations' window less the side's waits at the sduet handshake
+    span: float
+    #: the iterations' own wall times, summed
+    busy: float
 
 
 def main_cpu(ran_on: Mapping[int, int] | None) -> int | None:
@@ -245,6 +289,23 @@ UNBALANCED_MIN_S = 0.3
 #: sleeps or waits is not slowed by a busy CPU, and its share says nothing about one
 UNBALANCED_MIN_SHARE = 0.2
 
+#: a side's CPU time over a window is credited to its iterations only when their wall
+#: times fill FILL_MIN to FILL_MAX of it (less: a start-up or work between them would pull
+#: the ratio towards 1; more: they are not its process's -- values per inner loop, or
+#: computed -- and its CPU time is not theirs; analysis/measure.py)
+FILL_MIN, FILL_MAX = 0.5, 1.05
+
+
+def fill_note(fill: float) -> str:
+    """Why a side's CPU time over its window is not its iterations' ("" when it is)."""
+    if fill > FILL_MAX:
+        why = "the harness did not measure them in its own process (values per inner loop, or computed)"
+        return f"the iterations' times add up to {fill:.0%} of the time they span: {why}"
+    if fill < FILL_MIN:
+        return f"the iterations fill only {fill:.0%} of the time they span: the harness works between them"
+    return ""
+
+
 #: run.json keys :class:`RunRecord` knows, in the order they are written.
 RUN_KEYS = (
     "run_id",
@@ -262,6 +323,7 @@ RUN_KEYS = (
     "all_cores_busy",
     "placement",
     "other_load",
+    "window",
     "start_ns",
     "sync",
     "end_ns",
@@ -294,6 +356,10 @@ class RunRecord:
     #: CPUs busy with other processes / taken by the hypervisor during the run, averaged
     #: (execute/loadwatch.py); None: not measured (containers, older records)
     other_load: Mapping[str, float] | None = None
+    #: container executor: the overlap of the sides' iterations' windows (a seqn run: its
+    #: side's), the sides' CPU time in it and the other work beside them
+    #: (execute/container_cpu.py); None: not measured
+    window: Mapping[str, Any] | None = None
     start_ns: int | None = None
     sync: Mapping[str, Any] | None = None  # sduet: {"go_count": n}
     end_ns: int | None = None
@@ -326,6 +392,8 @@ class RunRecord:
             out["placement"] = self.placement
         if self.other_load is not None:
             out["other_load"] = dict(self.other_load)
+        if self.window is not None:
+            out["window"] = dict(self.window)
         out["start_ns"] = self.start_ns
         if self.sync is not None:
             out["sync"] = dict(self.sync)
@@ -366,6 +434,7 @@ class RunRecord:
                 all_cores_busy=_take(d, "all_cores_busy", bool, False),
                 placement=_take(d, "placement", str, ""),
                 other_load=_optional_mapping(d, "other_load"),
+                window=_optional_mapping(d, "window"),
                 start_ns=_take(d, "start_ns", int, None),
                 sync=_optional_mapping(d, "sync"),
                 end_ns=_take(d, "end_ns", int, None),
@@ -384,9 +453,31 @@ class RunRecord:
         return self.sync is not None and unsynchronised(self.sync, self.sides.values())
 
     @property
+    def window_span(self) -> tuple[int, int] | None:
+        """(start_ns, end_ns) of the run's ``window`` (containers), None without one."""
+        w = self.window
+        if not isinstance(w, Mapping):
+            return None
+        start, end = w.get("start_ns"), w.get("end_ns")
+        if type(start) is not int or type(end) is not int or not end > start:
+            return None
+        return start, end
+
+    @property
     def cpu_shares(self) -> dict[str, float]:
-        """Per side that measured it (``cpu_s``, local executor): the share of a CPU it
-        got from its go to its end."""
+        """Per side that measured it: the share of a CPU it got from its go to its end
+        (``cpu_s``), or over the run's ``window`` where the executor measured one (the
+        overlap of the sides' iterations: containers)."""
+        span = self.window_span
+        if span is not None:
+            cpu = self.window.get("cpu_s") if self.window is not None else None
+            if isinstance(cpu, Mapping):
+                wall = (span[1] - span[0]) / 1e9
+                return {
+                    str(k): float(v) / wall
+                    for k, v in cpu.items()
+                    if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                }
         out = {}
         for name, s in self.sides.items():
             if s.cpu_s is None or s.start_ns is None or s.end_ns is None:
@@ -397,8 +488,12 @@ class RunRecord:
 
     @property
     def other_load_cpus(self) -> tuple[float, float] | None:
-        """(processes, steal) of ``other_load``; None when absent or not numbers."""
+        """(processes, steal) of ``other_load`` -- over the run's ``window`` where the
+        executor measured one (containers: the engine's own processes around the
+        iterations are no other work); None when absent or not numbers."""
         load = self.other_load
+        if self.window_span is not None and self.window is not None:
+            load = self.window.get("other_load", load)
         if not isinstance(load, Mapping):
             return None
         try:
@@ -423,14 +518,15 @@ class RunRecord:
     def imbalance(self) -> float | None:
         """``log(share A / share B)`` of a duet run beside other work, the bias other work
         put into the run's ratio B/A when both sides are CPU-bound (None: not a duet, no
-        shares, less other work than ``UNBALANCED_LOAD``, a run shorter than
-        ``UNBALANCED_MIN_S``, or a side below ``UNBALANCED_MIN_SHARE``)."""
+        shares, less other work than ``UNBALANCED_LOAD``, a run -- or its ``window`` --
+        shorter than ``UNBALANCED_MIN_S``, or a side below ``UNBALANCED_MIN_SHARE``)."""
         load = self.other_cpus
         if load is None or load < UNBALANCED_LOAD:
             return None
-        if self.start_ns is None or self.end_ns is None:
+        span = self.window_span or (self.start_ns, self.end_ns)
+        if span[0] is None or span[1] is None:
             return None
-        if (self.end_ns - self.start_ns) / 1e9 < UNBALANCED_MIN_S:
+        if (span[1] - span[0]) / 1e9 < UNBALANCED_MIN_S:
             return None
         shares = self.cpu_shares
         a, b = shares.get("A"), shares.get("B")

@@ -223,7 +223,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "cpu_ns",
         "Int64",
         "CPU time of the iteration (empty: not measured): the built-in harness's `wait4` "
-        "usage, the micro worker's process CPU time, or what a harness reports; "
+        "usage (in a container: its control group's CPU time around the iteration), the "
+        "micro worker's process CPU time, or what a harness reports; "
         "`--measure cpu` compares it instead of the wall time "
         "([statistics.md](statistics.md#beside-other-work-cpu-time))",
     ),
@@ -243,8 +244,9 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec(
         "cpu_share",
         "float64",
-        "the side's CPU time over its wall time in the run (run.json `cpu_s`; empty: not "
-        "measured): the per-run correction where iterations have no `cpu_ns`",
+        "the side's CPU time over its wall time in the run (run.json `cpu_s`; containers: "
+        "over `cpu_window_ns`; empty: not measured): the per-run correction where "
+        "iterations have no `cpu_ns`",
         reserved=True,
     ),
     ColumnSpec(
@@ -252,6 +254,14 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "float64",
         "the side's CPU time and run delay over its wall time in the run (run.json `cpu_s`, "
         "`runq_s`; empty: not measured): near 1 for a CPU-bound side",
+        reserved=True,
+    ),
+    ColumnSpec(
+        "cpu_window_ns",
+        "float64",
+        "the wall time `cpu_share` and `busy_share` were measured over when it is not the "
+        "side's process's (empty): in containers its iterations' own window less its waits "
+        "at the sduet handshake (run.json `sides.<X>.window`)",
         reserved=True,
     ),
     ColumnSpec(

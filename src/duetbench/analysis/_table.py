@@ -461,6 +461,7 @@ AUX_COLUMNS = (
     "unbalanced",
     "proc_start_ns",
     "proc_end_ns",
+    "cpu_window_ns",
     "evaluations",
 )
 

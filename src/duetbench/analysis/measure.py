@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from duetbench import records
 from duetbench.options import CompareOptions
 
 from ._table import Iterations, group_codes
@@ -52,19 +53,16 @@ PARALLEL_MAX = 1.1
 #: a side's rows with a CPU time (per iteration or per run) for it to be measured by it
 COVERED = 0.95
 #: a run's CPU time is credited to its side's iterations only when their wall times fill
-#: this share of the side's window at least (a longer start-up would pull the ratio
-#: towards 1) ...
-FILL_MIN = 0.5
-#: ... and at most this (more: the times were not measured by this process -- values per
-#: inner loop, or computed -- and its CPU time is not theirs)
-FILL_MAX = 1.05
+#: FILL_MIN to FILL_MAX of the side's window (records.py: the container executor says so
+#: per run in run.json)
+FILL_MIN, FILL_MAX = records.FILL_MIN, records.FILL_MAX
 
 #: measure_reason codes (docs/statistics.md, "Beside other work: CPU time")
 REASONS = {
     "asked": "asked for",
     "quiet": "no other work beside the runs",
     "other-work": "beside other work; both sides CPU-bound",
-    "no-cpu-time": "no CPU time measured (containers, older results)",
+    "no-cpu-time": "no CPU time measured (older results, or a run the harness did not place in time)",
     "not-cpu-bound": "a side was not CPU-bound (it waited or slept)",
     "cpu-bound-unknown": "no run delay measured: whether the sides were CPU-bound is unknown",
     "parallel": "a side ran on more than one CPU at a time",
@@ -97,10 +95,18 @@ def _aux(it: Iterations, name: str) -> np.ndarray:
     return np.full(len(it.unit), np.nan) if col is None else col
 
 
+def _window(it: Iterations) -> np.ndarray:
+    """Per row: the wall time its side's ``cpu_share`` was measured over -- its iterations'
+    own window less its handshake waits (``cpu_window_ns``, containers), else its process's
+    lifetime (``proc_end_ns - proc_start_ns``)."""
+    own = _aux(it, "cpu_window_ns")
+    return np.where(np.isnan(own), _aux(it, "proc_end_ns") - _aux(it, "proc_start_ns"), own)
+
+
 def row_cpu(it: Iterations) -> np.ndarray:
     """Per row: its CPU time (``cpu_ns``), else the CPU time per iteration of its side in
-    its run (the side's CPU time -- its share of a CPU times its window,
-    ``proc_end_ns - proc_start_ns`` -- over the side's iterations in the table), else NaN.
+    its run (the side's CPU time -- its share of a CPU times its window, :func:`_window`
+    -- over the side's iterations in the table), else NaN.
 
     A run's CPU time is one number per side: in an aduet run whose sides differ in
     length the longer side runs its last iterations alone, and in a sduet run the shorter
@@ -108,19 +114,19 @@ def row_cpu(it: Iterations) -> np.ndarray:
     iteration is therefore credited with the side's CPU time per iteration, which is
     exact when the iterations do the same work and the harness spends little CPU time
     outside them (a start-up counts: it moves the ratio towards 1 by its share). Not
-    for sduet: a side that waits (or spins) at the handshake spends CPU time there."""
+    for sduet over a process's lifetime: a side that waits (or spins) at the handshake
+    spends CPU time there; a container side's window leaves its waits out."""
     cpu = _aux(it, "cpu_ns")
     share = _aux(it, "cpu_share")
     if np.isnan(share).all():
         return cpu
-    window = _aux(it, "proc_end_ns") - _aux(it, "proc_start_ns")
     _starts, lengths = it.series_bounds()
-    per_run = share * window / np.repeat(lengths, lengths)
+    per_run = share * _window(it) / np.repeat(lengths, lengths)
     per_run[~run_filled(it)] = np.nan
     # a sduet side waits for the other at every handshake, and a harness may spin there:
     # its CPU time over the run is not its iterations' (only per iteration counts)
     waits = it.unit_method()[it.unit] == "sduet" if len(it.unit) else np.zeros(0, dtype=bool)
-    per_run[waits] = np.nan
+    per_run[waits & np.isnan(_aux(it, "cpu_window_ns"))] = np.nan
     return np.where(np.isnan(cpu), per_run, cpu)
 
 
@@ -131,7 +137,7 @@ def run_filled(it: Iterations) -> np.ndarray:
     n = len(it.unit)
     if n == 0:
         return np.zeros(0, dtype=bool)
-    window = _aux(it, "proc_end_ns") - _aux(it, "proc_start_ns")
+    window = _window(it)
     starts, lengths = it.series_bounds()
     total = np.add.reduceat(it.duration.astype(np.float64), starts)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -50,13 +50,14 @@ from ..errors import ExecutorError
 from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
 from ..proctools.procfs import start_time
-from ..schema import RunStatus, SideStatus
+from ..schema import USABLE_STATUSES, RunStatus, SideStatus
 from .container_cleanup import ContainerGuard, Owner, labels, reap_dead_owners
+from .container_cpu import ContainerCpu, CpuSampler, with_windows
 from .container_engine import (
     ENGINE_TIMEOUT,
     KEEPALIVE,
-    PULL_TIMEOUT,
     Engine,
+    check_images,
     communicate,
     container_argv,
     engine_hint,
@@ -67,7 +68,7 @@ from .container_engine import (
     tail,
 )
 from .driver import substitute_sync_dir
-from .hang import CgroupCpu, CpuProbe, GroupDelay
+from .hang import CgroupCpu
 from .local import (
     Drivers,
     LocalExecutor,
@@ -100,10 +101,12 @@ class _RunState:
     workdirs: dict[str, str] = field(default_factory=dict)  # pair -> working dir inside
     start_errors: dict[str, str] = field(default_factory=dict)
     init_pids: dict[str, int] = field(default_factory=dict)  # pair -> host pid of pid 1
-    #: pair -> the CPU time of the container's cgroup, counted from before the go
+    #: pair -> the CPU time of the container's cgroup, counted from the go
     usage: dict[str, CgroupCpu] = field(default_factory=dict)
-    #: pair -> the run delay of the container's threads, from before the go
-    delays: dict[str, GroupDelay] = field(default_factory=dict)
+    #: pair -> its CPU time (ns) once every container was up (other work is counted from there)
+    up_ns: dict[str, int] = field(default_factory=dict)
+    #: the containers' CPU time, run delay and handshake waits while the run goes
+    sampler: CpuSampler | None = None
     cleanup_error: str = ""
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -119,38 +122,8 @@ def _package_file(name: str, package: str = __package__ or "duetbench.execute") 
     return str(resources.files(package).joinpath(name))
 
 
-class ContainerExecutor(LocalExecutor):
+class ContainerExecutor(ContainerCpu, LocalExecutor):
     """Runs each side of a RunSpec in its own docker/podman container (see the module doc)."""
-
-    def side_cpu(
-        self, spec: RunSpec, name: str, res: dict[str, Any], key: str = "cpu_s"
-    ) -> float | None:
-        """The CPU seconds of the side's container (its cgroup) since before the go, or
-        (``runq_s``) its threads' run delay, sampled while it ran; the driver's children
-        are the engine's client, not the workload (docs/containers.md, "CPU time")."""
-        st = self._runs.get(spec.run_id)
-        if st is None:
-            return None
-        if key == "runq_s":
-            delay = st.delays.get(name)
-            return delay.seconds() if delay is not None else None
-        probe = st.usage.get(name)
-        value = probe.cpu_seconds() if probe is not None else None
-        return None if value is None else round(max(0.0, value), 6)
-
-    def tick(self, spec: RunSpec) -> None:
-        """While the sides run: a look at their containers' threads' run delay."""
-        st = self._runs.get(spec.run_id)
-        for delay in st.delays.values() if st is not None else ():
-            delay.tick()
-
-    def foreign_cpu(self, spec: RunSpec) -> float:
-        """The sides' containers' CPU seconds since before the go: they run under the
-        engine's conmon, not as this process's children, and are not other work."""
-        st = self._runs.get(spec.run_id)
-        if st is None:
-            return 0.0
-        return sum(max(0.0, p.cpu_seconds() or 0.0) for p in st.usage.values())
 
     def __init__(
         self,
@@ -221,49 +194,7 @@ class ContainerExecutor(LocalExecutor):
         return reap_dead_owners(self.engine, self.host)
 
     def _check_images(self, plan: list[RunSpec]) -> None:
-        problems = []
-        wanted: list[str] = []
-        for spec in plan:
-            for side in spec.sides:
-                if not side.image:
-                    problems.append(
-                        f"benchmark '{spec.benchmark}' side {side.pair} has no `image:`; the "
-                        f"{self.engine.kind} executor runs every side in a container (set `image:`, "
-                        "or pass --executor local)"
-                    )
-                elif side.image not in wanted:
-                    wanted.append(side.image)
-                if side.workdir and not side.workdir.startswith("/"):
-                    problems.append(
-                        f"benchmark '{spec.benchmark}' side {side.pair}: in a container `workdir` "
-                        f"is a path inside the image and must be absolute, not '{side.workdir}'"
-                    )
-        if problems:
-            raise ExecutorError("; ".join(dict.fromkeys(problems)))
-        for image in wanted:
-            if image in self.images:
-                continue
-            meta = self._inspect_image(image)
-            if meta is None:
-                pull = engine_run(self.engine("pull", image), PULL_TIMEOUT, shield=False)
-                meta = self._inspect_image(image) if pull.returncode == 0 else None
-                if meta is None:
-                    raise ExecutorError(
-                        f"image '{image}' is not available to {' '.join(self.engine.argv)} and "
-                        f"could not be pulled: {tail(pull.stderr, 400) or pull.returncode}. "
-                        "Build or load it first (docs/containers.md)."
-                    )
-            self.images[image] = meta
-
-    def _inspect_image(self, image: str) -> dict[str, str] | None:
-        p = engine_run(
-            self.engine("image", "inspect", "--format", "{{.Id}}\t{{.Config.WorkingDir}}", image),
-            shield=False,
-        )
-        if p.returncode != 0 or not p.stdout.strip():
-            return None
-        image_id, _, workdir = p.stdout.strip().splitlines()[0].partition("\t")
-        return {"id": image_id, "workdir": workdir.strip() or "/"}
+        check_images(self.engine, plan, self.images)
 
     def host_info(self, artifacts: Any) -> dict[str, Any]:
         """The engine, and per image its id and the artifact commands' output inside it."""
@@ -406,12 +337,13 @@ class ContainerExecutor(LocalExecutor):
                     st.start_errors[pair] = tail(res.stderr, 800) + engine_hint(res.stderr)
             st.timings["start_s"] = round(time.monotonic() - t0, 3)
         self._find_init_pids(st)
-        for pair, pid in st.init_pids.items():  # counted from here: every container is up
+        for pair, pid in st.init_pids.items():  # counted from the go (before_go)
             probe = CgroupCpu.of_process(pid)
-            if probe is not None and probe.cpu_seconds() is not None:
-                st.usage[pair] = probe
-                st.delays[pair] = GroupDelay(probe)
-                st.delays[pair].tick(force=True)
+            used = probe.usage_ns() if probe is not None else None
+            if probe is not None and used is not None:
+                st.usage[pair], st.up_ns[pair] = probe, used
+        if st.usage:
+            st.sampler = CpuSampler(st.usage)
 
     def _find_init_pids(self, st: _RunState) -> None:
         """The host pid of every started container's pid 1: hang detection and the sides'
@@ -427,14 +359,6 @@ class ContainerExecutor(LocalExecutor):
             st.init_pids = {
                 pair: int(v) for pair, v in zip(pairs, values, strict=True) if v.isdigit()
             }
-
-    def cpu_probe(
-        self, spec: RunSpec, side: SideSpec, driver: subprocess.Popen[bytes]
-    ) -> CpuProbe | None:
-        """The side's container's cgroup; None (never idle) when it cannot be read."""
-        st = self._runs.get(spec.run_id)
-        pid = st.init_pids.get(side.pair) if st is not None else None
-        return CgroupCpu.of_process(pid) if pid else None
 
     def side_cwd(self, spec: RunSpec, side: SideSpec, side_dir: Path) -> str:
         """Where the driver runs the engine client: the side directory on the host."""
@@ -622,13 +546,19 @@ class ContainerExecutor(LocalExecutor):
             )
             clock = run_dir / name / "harness.txt"
             if spec.harness == "command" and clock.exists():
-                side = replace(side, clock=clock.read_text().strip().partition("=")[2])
+                said = dict(ln.partition("=")[::2] for ln in clock.read_text().splitlines())
+                side = replace(side, clock=said.get("clock", ""))
             if name in st.start_errors:
                 message = f"the container did not start: {st.start_errors[name]}"
                 side = replace(side, status=SideStatus.FAILED, message=message)
                 problems.append(f"side {name}: {message}")
             sides[name] = side
         record = replace(record, container=container, sides=sides)
+        if st.sampler is not None and record.status in USABLE_STATUSES:
+            try:
+                record = with_windows(record, spec.harness, run_dir, st.sampler.samples)
+            except Exception:  # a measurement must never lose the run (run.json: no window)
+                pass
         if problems and record.status in (RunStatus.OK, RunStatus.FAILED):
             record = record.with_status(RunStatus.FAILED, "; ".join(problems))
         return replace(outcome, record=record)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import ExecutorError
 from .driver import _SHELL_CHARS
 
 ENGINE_TIMEOUT = 120.0  # seconds for one engine command (run, cp, rm...)
@@ -155,3 +156,54 @@ def engine_hint(stderr: str) -> str:
     if "cgroup" in stderr.lower() and "systemd" in stderr.lower():
         return " -- try `engine_options: [--cgroup-manager=cgroupfs]` (docs/containers.md)"
     return ""
+
+
+def check_images(engine: Engine, plan: list[Any], images: dict[str, dict[str, str]]) -> None:
+    """Every side of ``plan`` (RunSpecs) names an image, and every image is there (pulled
+    when missing): ``images`` gets each one's id and working directory. ExecutorError
+    before anything runs."""
+    problems = []
+    wanted: list[str] = []
+    for spec in plan:
+        for side in spec.sides:
+            if not side.image:
+                problems.append(
+                    f"benchmark '{spec.benchmark}' side {side.pair} has no `image:`; the "
+                    f"{engine.kind} executor runs every side in a container (set `image:`, "
+                    "or pass --executor local)"
+                )
+            elif side.image not in wanted:
+                wanted.append(side.image)
+            if side.workdir and not side.workdir.startswith("/"):
+                problems.append(
+                    f"benchmark '{spec.benchmark}' side {side.pair}: in a container `workdir` "
+                    f"is a path inside the image and must be absolute, not '{side.workdir}'"
+                )
+    if problems:
+        raise ExecutorError("; ".join(dict.fromkeys(problems)))
+    for image in wanted:
+        if image in images:
+            continue
+        meta = inspect_image(engine, image)
+        if meta is None:
+            pull = engine_run(engine("pull", image), PULL_TIMEOUT, shield=False)
+            meta = inspect_image(engine, image) if pull.returncode == 0 else None
+            if meta is None:
+                raise ExecutorError(
+                    f"image '{image}' is not available to {' '.join(engine.argv)} and "
+                    f"could not be pulled: {tail(pull.stderr, 400) or pull.returncode}. "
+                    "Build or load it first (docs/containers.md)."
+                )
+        images[image] = meta
+
+
+def inspect_image(engine: Engine, image: str) -> dict[str, str] | None:
+    """The image's id and working directory ("/" when unset); None: not there."""
+    p = engine_run(
+        engine("image", "inspect", "--format", "{{.Id}}\t{{.Config.WorkingDir}}", image),
+        shield=False,
+    )
+    if p.returncode != 0 or not p.stdout.strip():
+        return None
+    image_id, _, workdir = p.stdout.strip().splitlines()[0].partition("\t")
+    return {"id": image_id, "workdir": workdir.strip() or "/"}

@@ -21,7 +21,9 @@
 #               harness); no loop, no iterations.csv
 #
 # iterations.csv has the columns of the driver's built-in harness:
-#   iteration,start_ns,end_ns,duration_ns,filler,exit_code
+#   iteration,start_ns,end_ns,duration_ns,filler,exit_code[,cpu_ns]
+# cpu_ns: the container's control group's CPU time around the iteration (cgroup v1
+# cpuacct.usage, v2 cpu.stat usage_usec; read with shell builtins), where it can be read.
 # Timestamps (harness.txt says which clock was used):
 #   epochrealtime  $EPOCHREALTIME (busybox ash >= 1.30, bash >= 5): microsecond
 #                  resolution, read without starting a process. If /bin/sh lacks it,
@@ -102,6 +104,56 @@ if [ -z "$_h_once" ] && [ -z "$_h_clock" ]; then
     exit 4
 fi
 
+# ---------------------------------------------------------------- CPU time
+# the container's own group: where /proc/self/cgroup puts it under /sys/fs/cgroup, else
+# the group mounted there (an engine mounts the container's own, or its namespace's root)
+_h_cg=
+_h_cgv2=
+if [ -z "$_h_once" ] && [ -r /proc/self/cgroup ]; then
+    while IFS=: read -r _h_id _h_ctl _h_path; do
+        case ",$_h_ctl," in
+            *,cpuacct,*)
+                for _h_f in "/sys/fs/cgroup/$_h_ctl$_h_path/cpuacct.usage" \
+                    "/sys/fs/cgroup/$_h_ctl/cpuacct.usage"; do
+                    if [ -r "$_h_f" ]; then
+                        _h_cg=$_h_f
+                        break
+                    fi
+                done
+                ;;
+            ,,)
+                for _h_f in "/sys/fs/cgroup$_h_path/cpu.stat" /sys/fs/cgroup/cpu.stat; do
+                    if [ -r "$_h_f" ]; then
+                        _h_cg=$_h_f
+                        _h_cgv2=1
+                        break
+                    fi
+                done
+                ;;
+        esac
+        [ -n "$_h_cg" ] && break
+    done </proc/self/cgroup
+fi
+_h_cpu() { # the group's CPU time in ns, in _h_c ("" where it cannot be read)
+    _h_c=
+    if [ -z "$_h_cg" ]; then
+        return 0
+    elif [ -z "$_h_cgv2" ]; then
+        read -r _h_c 2>/dev/null <"$_h_cg"
+    else
+        while read -r _h_k _h_v; do
+            if [ "$_h_k" = usage_usec ]; then
+                _h_c=${_h_v}000
+                break
+            fi
+        done 2>/dev/null <"$_h_cg"
+    fi
+    case $_h_c in
+        '' | *[!0-9]*) _h_c= ;;
+    esac
+    return 0
+}
+
 if [ -n "$_h_sync" ]; then
     if [ -z "${DUET_SYNC_SH:-}" ] || ! . "$DUET_SYNC_SH"; then
         _h_err "cannot source duet_sync.sh (DUET_SYNC_SH='${DUET_SYNC_SH:-}')"
@@ -127,7 +179,14 @@ fi
 # ---------------------------------------------------------------- the loop
 printf 'clock=%s\n' "$_h_clock" >"$_h_out/harness.txt"
 exec 7>>"$_h_out/iterations.csv" || exit 2
-printf 'iteration,start_ns,end_ns,duration_ns,filler,exit_code\n' >&7
+_h_cpu
+if [ -n "$_h_c" ]; then
+    printf 'cpu=%s\n' "$_h_cg" >>"$_h_out/harness.txt"
+    printf 'iteration,start_ns,end_ns,duration_ns,filler,exit_code,cpu_ns\n' >&7
+else
+    _h_cg=
+    printf 'iteration,start_ns,end_ns,duration_ns,filler,exit_code\n' >&7
+fi
 
 _h_mark_done() {
     if [ -n "$_h_own_done" ]; then
@@ -167,16 +226,23 @@ while :; do
     fi
     DUET_ITERATION=$_h_i
     export DUET_ITERATION
+    _h_cpu
+    _h_c0=$_h_c
     _h_stamp
     _h_t0=$_h_ts
     (exec "$@") 7>&- # a process, like the driver's: never a shell builtin (true, echo...)
     _h_rc=$?
     _h_stamp
+    _h_cpu
     _h_ns "$_h_t0"
     _h_s=$_h_n_out
     _h_ns "$_h_ts"
-    printf '%s,%s,%s,%s,%s,%s\n' "$_h_i" "$_h_s" "$_h_n_out" $((_h_n_out - _h_s)) \
-        "$_h_filler" "$_h_rc" >&7
+    _h_used=
+    if [ -n "$_h_c" ] && [ -n "$_h_c0" ]; then
+        _h_used=$((_h_c - _h_c0))
+    fi
+    printf '%s,%s,%s,%s,%s,%s%s\n' "$_h_i" "$_h_s" "$_h_n_out" $((_h_n_out - _h_s)) \
+        "$_h_filler" "$_h_rc" "${_h_cg:+,$_h_used}" >&7
     if [ "$_h_rc" -ne 0 ]; then
         exit "$_h_rc"
     fi

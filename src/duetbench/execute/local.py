@@ -211,6 +211,7 @@ class LocalExecutor:
 
                 sync_dir = run_dir / ".sync"
                 coordinator = SyncCoordinator.create(sync_dir, pairs=spec.side_names)
+                self.watch_sync(spec, coordinator)
                 coordinator.start()
             # 1. start every driver; each sets up, pins itself and says "ready"
             for side in spec.sides:
@@ -227,6 +228,7 @@ class LocalExecutor:
                 if line != "ready":
                     side_info[name]["setup_failed"] = True
             # 2. go, in the drawn order
+            self.before_go(spec)
             for name, proc in drivers.items():
                 side_info[name]["go_ns"] = time.time_ns()
                 try:
@@ -385,9 +387,18 @@ class LocalExecutor:
         driver's result (None: not measured)."""
         return cpu_seconds(res, key)
 
+    def before_go(self, spec: RunSpec) -> None:
+        """Called when every side is ready, just before the go (the container executor
+        counts its containers' CPU time from here); nothing for local sides."""
+
+    def watch_sync(self, spec: RunSpec, coordinator: Any) -> None:
+        """Called with a sduet run's handshake coordinator before it starts (the container
+        executor reads its sides' CPU time at every ready and go); nothing for local sides."""
+
     def tick(self, spec: RunSpec) -> None:
         """Called every 10 ms while the sides run (the container executor samples its
-        containers' run delay here); nothing for local sides: each driver follows its own."""
+        containers' CPU time and run delay here); nothing for local sides: each driver
+        follows its own."""
 
     def foreign_cpu(self, spec: RunSpec) -> float:
         """CPU seconds of the run's sides that are not this process's children (and so

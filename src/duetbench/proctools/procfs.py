@@ -168,9 +168,17 @@ def descendants(root: int) -> list[int]:
 def run_delay_ns(pid: int | str) -> int | None:
     """The time the process (or thread) was ready to run but waited for a CPU, in ns
     (``/proc/<pid>/schedstat``, its second field); None when gone or not kept."""
+    both = schedstat_ns(pid)
+    return None if both is None else both[1]
+
+
+def schedstat_ns(pid: int | str) -> tuple[int, int] | None:
+    """(time on a CPU, time ready to run but waiting for one) of the process (or thread),
+    in ns (``/proc/<pid>/schedstat``, its first two fields); None when gone or not kept."""
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as f:
-            return int(f.read(128).split()[1])
+            fields = f.read(128).split()
+        return int(fields[0]), int(fields[1])
     except (OSError, ValueError, IndexError):
         return None
 

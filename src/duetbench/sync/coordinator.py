@@ -7,7 +7,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +71,10 @@ class SyncCoordinator:
         self._thread: threading.Thread | None = None
         self._thread_error: BaseException | None = None
         self._closed = False
+        #: called (on the coordinator's thread) with ("ready", (pair,)) when a side says
+        #: ready and with ("go", pairs) just before their go is written: the container
+        #: executor reads the sides' CPU time there (execute/container_cpu.py)
+        self.observer: Callable[[str, tuple[str, ...]], None] | None = None
 
     @classmethod
     def create(
@@ -319,6 +323,14 @@ class SyncCoordinator:
         if self._waiting[pair]:
             self._errors.append(f"side {pair} sent ready twice without reading go")
         self._waiting[pair] = True
+        self._observe("ready", (pair,))
+
+    def _observe(self, what: str, pairs: tuple[str, ...]) -> None:
+        if self.observer is not None:
+            try:
+                self.observer(what, pairs)
+            except Exception:  # a measurement must never stop the handshake
+                self.observer = None
 
     def _write_go_locked(self, pair: str) -> None:
         fd = self._go_fds.get(pair)
@@ -337,6 +349,7 @@ class SyncCoordinator:
         index = len(self._events)
         shift = index % len(waiting)  # alternate who is woken first: no side always leads
         order = tuple(waiting[shift:] + waiting[:shift])
+        self._observe("go", order)
         mono, epoch = time.monotonic_ns(), time.time_ns()
         for p in order:
             self._write_go_locked(p)
