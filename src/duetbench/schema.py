@@ -136,7 +136,9 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec(
         "benchmark",
         "str",
-        "benchmark name; `name:workload` when one result file holds several workloads",
+        "benchmark name; `name:workload` when one result file holds several workloads, or "
+        "the workload alone when the plan says each workload is a benchmark of its own "
+        "(`workload_benchmarks`: the pytest plugin's runs, one folder per test; docs/pytest.md)",
         core=True,
         required=True,
     ),
