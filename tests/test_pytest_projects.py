@@ -74,6 +74,11 @@ def test_plain(steps):
 """
 
 
+#: a fixed design, with a budget long enough for it on a loaded machine: the budget's
+#: own arithmetic is tests/test_pytest_design.py's
+FIXED = ("--duet-runs", "3", "--duet-samples", "30", "--duet-budget", "10m")
+
+
 def run_pytest(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -117,7 +122,7 @@ def test_two_releases_side_by_side_with_their_own_configs_and_the_suite_outside_
     logs.mkdir()
     report = tmp_path / "verdicts.json"
     done = run_pytest(
-        top, "suite", "--duet-a", "A", "--duet-b", "B", "--duet-budget", "40s",
+        top, "suite", "--duet-a", "A", "--duet-b", "B", *FIXED,
         "--duet-threshold", "3%", "--duet-format", "json", "--duet-report", str(report),
         env={"FIXTURE_LOG": str(logs)},
     )  # fmt: skip
@@ -143,7 +148,7 @@ def test_two_releases_side_by_side_with_their_own_configs_and_the_suite_outside_
     # fixtures as their scope says, in every side process: one session and one module
     # set-up, one function set-up per test that asks for it (the two test_known)
     per_process = [f.read_text().split() for f in logs.iterdir()]
-    assert len(per_process) >= 2 + 2 * 3  # the calibration's two, and at least 3 runs' two
+    assert len(per_process) == 2 + 2 * 3  # the calibration's two, and 3 runs' two
     for lines in per_process:
         assert sorted(lines) == ["function", "function", "module", "session"], lines
     # later, `duet compare` of the directory: the same verdicts (the threshold was kept)
@@ -180,8 +185,8 @@ def test_a_flat_git_project_whose_addopts_carry_xdist_against_its_previous_commi
         git(repo, "commit", "-q", "-m", version)
     report = tmp_path / "v.json"
     done = run_pytest(
-        repo, "tests", "-k", "once", "--duet-against", "HEAD~1", "--duet-path", ".",
-        "--duet-budget", "30s", "--duet-format", "json", "--duet-report", str(report),
+        repo, "tests", "-k", "once", "--duet-against", "HEAD~1", "--duet-path", ".", *FIXED,
+        "--duet-format", "json", "--duet-report", str(report),
     )  # fmt: skip
     text = done.stdout + done.stderr
     assert done.returncode == 0, text
@@ -207,7 +212,7 @@ def test_a_src_layout_configured_in_setup_cfg_with_another_interpreter(tmp_path:
     report = tmp_path / "v.json"
     done = run_pytest(
         project, "tests/test_known.py", "-k", "known", "--duet-a", str(old), "--duet-b", "src",
-        "--duet-a-python", str(python), "--duet-budget", "30s", "--duet-format", "json",
+        "--duet-a-python", str(python), *FIXED, "--duet-format", "json",
         "--duet-report", str(report),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -142,7 +143,22 @@ class SidePlugin:
             pytest.exit(f"duet: this side's run broke off: {self.broken}", returncode=BROKEN_OFF)
 
     # ------------------------------------------------------------------ the end
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write what this side found, then end the process at once: every fixture has
+        been torn down and every file written, and the session's summary -- which
+        nobody reads, and which some plugins make expensive (hypothesis imports most of
+        itself there: about 1 s) -- would be paid again in every run. A session that
+        ended otherwise (a usage or collection error) ends as pytest ends it, with
+        pytest's own message."""
+        self._finish(session)
+        if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(BROKEN_OFF if self.broken is not None or session.testsfailed else 0)
+
+    def _finish(self, session: pytest.Session) -> None:
         if self.ins["mode"] == "calibrate":
             config = session.config
             doc = {
