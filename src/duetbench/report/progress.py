@@ -130,6 +130,9 @@ def print_summary(console: Console, summary: ExperimentSummary, resume: str | No
     stopped = getattr(summary, "stopped_early", 0)
     if stopped:
         skipped += f"; {stopped} planned runs not needed (measured until sure: stops.json)"
+    not_run = getattr(summary, "not_run", 0)
+    if not_run:
+        skipped += f"; {not_run} planned runs not run (their benchmark's first runs failed)"
     head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
     console.print(
         f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. "
