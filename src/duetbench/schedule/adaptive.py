@@ -87,7 +87,7 @@ class _State:
 
 @dataclass
 class _Failures:
-    """The finished runs of one benchmark x method so far: usable ones, the failed ones
+    """The finished runs of one benchmark x method so far: usable ones (ok, timeout), the failed ones
     (while none was usable), and the planned runs not run once it stopped."""
 
     usable: int = 0
