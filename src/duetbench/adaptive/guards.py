@@ -262,32 +262,46 @@ class Guard:
     skew: np.ndarray
 
 
+#: grid points x rows x runs evaluated at once (bounds the memory of a plan's simulation)
+_CHUNK = 4_000_000
+
+
 def _quantile_factor(
     r: np.ndarray, n: np.ndarray, usable: np.ndarray, prior: np.ndarray | None
 ) -> np.ndarray:
     """The posterior SERIAL_QUANTILE quantile of the variance factor at every run, from
-    the prior weights ``prior`` (rows x grid; None: the default) and the runs' ``r``.
-    One grid point at a time: a plan simulates thousands of runs of hundreds of rows."""
+    the prior weights ``prior`` (rows x grid; None: the default) and the runs' ``r``;
+    rows a chunk at a time (a plan simulates thousands of runs of hundreds of rows)."""
     rows, runs = r.shape
+    g = len(RHO_GRID)
     base = np.log(default_weights())[None, :] if prior is None else np.log(prior + 1e-300)
-    base = np.broadcast_to(base, (rows, len(RHO_GRID)))
-    rr = np.nan_to_num(r)
-    logs = []
-    for j, rho in enumerate(RHO_GRID):
-        mean, sd = _r_moments(float(rho), n)
-        ll = np.where(usable, -0.5 * ((rr - mean) / sd) ** 2 - np.log(sd), 0.0)
-        logs.append(base[:, j : j + 1] + ll)
-    top = np.maximum.reduce(logs)
-    total = sum(np.exp(lj - top) for lj in logs)
-    cum = np.zeros_like(rr)
-    idx = np.full(rr.shape, len(RHO_GRID) - 1)
-    open_ = np.ones(rr.shape, dtype=bool)
-    for j, lj in enumerate(logs):
-        cum = cum + np.exp(lj - top) / total
-        hit = open_ & (cum >= SERIAL_QUANTILE - 1e-12)
-        idx = np.where(hit, j, idx)
-        open_ &= ~hit
-    return ar1_variance_factor(RHO_GRID[idx], n)
+    base = np.broadcast_to(base, (rows, g))
+    moments = [_r_moments(float(rho), n) for rho in RHO_GRID]
+    mean = np.stack([m for m, _ in moments])[:, None, :]  # grid x 1 x runs
+    sd = np.stack([s for _, s in moments])[:, None, :]
+    rr = np.nan_to_num(r).astype(np.float32)
+    inv = (1.0 / sd).astype(np.float32)
+    shift = (mean * inv).astype(np.float32)  # (r - mean) / sd = r inv - shift
+    logsd = np.log(sd).astype(np.float32)
+    idx = np.empty(r.shape, dtype=np.int64)
+    step = max(1, _CHUNK // max(g * runs, 1))
+    q = np.float32(SERIAL_QUANTILE - 1e-6)
+    for lo in range(0, rows, step):
+        hi = min(rows, lo + step)
+        ll = rr[None, lo:hi, :] * inv - shift  # grid x rows x runs, float32: a plan's size
+        np.square(ll, out=ll)
+        ll *= -0.5
+        ll -= logsd
+        ll *= usable[None, lo:hi, :]  # no usable r (fewer than 5 runs): the prior alone
+        ll += base[lo:hi].T[:, :, None].astype(np.float32)
+        ll -= ll.max(axis=0, keepdims=True)
+        np.exp(ll, out=ll)
+        for j in range(1, g):  # the cumulative weights, grid point by grid point
+            ll[j] += ll[j - 1]
+        # the first grid point whose cumulative weight reaches the quantile
+        idx[lo:hi] = np.sum(ll < q * ll[-1], axis=0)
+    table = ar1_variance_factor(RHO_GRID[:, None], n[None, :])  # grid x runs
+    return table[idx, np.arange(runs)]
 
 
 def _history_check(r: np.ndarray, n: np.ndarray, usable: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -309,13 +323,16 @@ def skewness(values: np.ndarray) -> np.ndarray:
     v = np.atleast_2d(np.asarray(values, dtype=np.float64))
     n = np.arange(1, v.shape[1] + 1, dtype=np.float64)
     c = v - v[:, :1]
-    s1, s2, s3 = (np.cumsum(c**k, axis=1) for k in (1, 2, 3))
+    c2 = c * c
+    s1 = np.cumsum(c, axis=1)
+    s2 = np.cumsum(c2, axis=1)
+    s3 = np.cumsum(c2 * c, axis=1)
     m = s1 / n
     m2 = s2 / n - m * m
-    m3 = s3 / n - 3.0 * m * s2 / n + 2.0 * m**3
+    m3 = s3 / n - 3.0 * m * s2 / n + 2.0 * m * m * m
     with np.errstate(invalid="ignore", divide="ignore"):
-        g1 = m3 / m2**1.5 * np.sqrt(n * (n - 1.0)) / (n - 2.0)
-    scale = np.maximum(np.abs(v).max(axis=1, keepdims=True), 1e-300)
+        g1 = m3 / (m2 * np.sqrt(m2)) * (np.sqrt(n * (n - 1.0)) / (n - 2.0))
+    scale = np.maximum(np.abs(c).max(axis=1, keepdims=True), 1e-300)
     flat = m2 <= (1e-12 * scale) ** 2
     return np.where((n >= 3) & ~flat & np.isfinite(g1), g1, 0.0)
 
@@ -380,15 +397,16 @@ def skewed_bounds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``mean -+ mult se`` with the side toward the long tail widened for ``skew``
     (:func:`_hall_inverse`; never narrower than ``mult``), per row and run; infinite
-    where ``mult`` or ``se`` is."""
+    where ``mult`` or ``se`` is. Hall's transformation is odd in (t, skew), so only the
+    long side moves: below the mean for a negative skewness, above it for a positive."""
     n = np.arange(1, mean.shape[1] + 1, dtype=np.float64)
     ok = np.isfinite(mult) & np.isfinite(se)
-    m = np.where(ok, mult, 1.0)
-    hi_t = np.maximum(_hall_inverse(np.broadcast_to(m, skew.shape), skew, n), m)
-    lo_t = np.minimum(_hall_inverse(np.broadcast_to(-m, skew.shape), skew, n), -m)
+    m = np.where(ok, np.broadcast_to(mult, skew.shape), 1.0)
+    up = skew > 0
+    long_t = np.maximum(np.abs(_hall_inverse(np.where(up, -m, m), skew, n)), m)
     with np.errstate(invalid="ignore"):
-        low = np.where(ok, mean - hi_t * se, -np.inf)
-        high = np.where(ok, mean - lo_t * se, np.inf)
+        low = np.where(ok, mean - np.where(up, m, long_t) * se, -np.inf)
+        high = np.where(ok, mean + np.where(up, long_t, m) * se, np.inf)
     return low, high
 
 
