@@ -279,27 +279,34 @@ def _quantile_factor(
     moments = [_r_moments(float(rho), n) for rho in RHO_GRID]
     mean = np.stack([m for m, _ in moments])[:, None, :]  # grid x 1 x runs
     sd = np.stack([s for _, s in moments])[:, None, :]
+    looked = n >= SERIAL_FIRST_CHECK  # columns with a usable r (where a row has one)
     rr = np.nan_to_num(r).astype(np.float32)
-    inv = (1.0 / sd).astype(np.float32)
-    shift = (mean * inv).astype(np.float32)  # (r - mean) / sd = r inv - shift
-    logsd = np.log(sd).astype(np.float32)
+    # -0.5 ((r - mean) / sd)^2 - log sd = add - (r inv - shift)^2; 0 where no r yet
+    inv = np.where(looked, math.sqrt(0.5) / sd, 0.0).astype(np.float32)
+    shift = np.where(looked, mean * math.sqrt(0.5) / sd, 0.0).astype(np.float32)
+    add = np.where(looked, -np.log(sd), 0.0).astype(np.float32)
+    base32 = base.T[:, :, None].astype(np.float32)  # grid x rows x 1
     idx = np.empty(r.shape, dtype=np.int64)
     step = max(1, _CHUNK // max(g * runs, 1))
     q = np.float32(SERIAL_QUANTILE - 1e-6)
     for lo in range(0, rows, step):
         hi = min(rows, lo + step)
-        ll = rr[None, lo:hi, :] * inv - shift  # grid x rows x runs, float32: a plan's size
+        ll = rr[None, lo:hi, :] * inv  # grid x rows x runs, float32: a plan's size
+        ll -= shift
         np.square(ll, out=ll)
-        ll *= -0.5
-        ll -= logsd
-        ll *= usable[None, lo:hi, :]  # no usable r (fewer than 5 runs): the prior alone
-        ll += base[lo:hi].T[:, :, None].astype(np.float32)
+        np.subtract(add, ll, out=ll)
+        ll += base32[:, lo:hi]
         ll -= ll.max(axis=0, keepdims=True)
         np.exp(ll, out=ll)
         for j in range(1, g):  # the cumulative weights, grid point by grid point
             ll[j] += ll[j - 1]
         # the first grid point whose cumulative weight reaches the quantile
         idx[lo:hi] = np.sum(ll < q * ll[-1], axis=0)
+    if not usable[:, looked].all():  # rows without spread: the prior alone there
+        w = np.exp(base - base.max(axis=1, keepdims=True))
+        cum = np.cumsum(w, axis=1)
+        alone = np.sum(cum < (SERIAL_QUANTILE - 1e-6) * cum[:, -1:], axis=1)
+        idx = np.where(usable, idx, alone[:, None])
     table = ar1_variance_factor(RHO_GRID[:, None], n[None, :])  # grid x runs
     return table[idx, np.arange(runs)]
 
@@ -385,10 +392,13 @@ def _hall_inverse(c: np.ndarray, g: np.ndarray, n: np.ndarray) -> np.ndarray:
     small = np.abs(g) < 1e-3
     gg = np.where(small, 1e-3, g)
     root = np.sqrt(n)
-    b = gg * gg / (27.0 * n)
-    k = 3.0 * root / gg
+    inv = 1.0 / gg
+    k = (3.0 * root) * inv
     with np.errstate(invalid="ignore", over="ignore"):
-        t = np.cbrt((c - gg / (6.0 * root)) / b + k**3) - k
+        x = (c - gg * (1.0 / (6.0 * root))) * (27.0 * n) * inv * inv  # (c - g/(6 sqrt n)) / b
+        x += k * k * k
+        t = np.cbrt(x, out=x)
+        t -= k
     return np.where(small, c - g / (6.0 * root), t)
 
 
