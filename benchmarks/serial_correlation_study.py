@@ -5,12 +5,11 @@
 
 Every experiment is a sequence of up to 50 run values (log ratios, sd 1 %) in run
 order: independent normal (rho 0) or AR(1) with lag-1 autocorrelation rho (0.3, 0.5),
-the marginal sd the same. Each row measures the rules as they are now (the lag-1
-autocorrelation checked at every look, the interval widened to the effective number
-of runs where found, a verdict goal checked from 10 runs: docs/adaptive.md,
-"Assumptions, and how they are checked") beside the same rules without the check
-("before": ``running_intervals(serial=False)`` and the first look at ``min_runs``), on
-the same sequences:
+the marginal sd the same. Each row measures the rules as they are now (the guards of
+adaptive/guards.py: docs/adaptive.md, "Assumptions, and how they are checked") beside
+the same rules without them ("before": ``first_stops(..., guards=False)``), on the
+same sequences. (Written for the serial check of issue 26; the guards that replaced
+it are measured in benchmarks/guard_cost_study.py.)
 
 - A/A false alarms of `--until decided` (threshold 0: a verdict slower/faster with no
   change), and of them the share whose stop carries the note (the explanation says the
@@ -34,12 +33,11 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from unittest import mock
 
 import numpy as np
 
-from duetbench.adaptive import StopRule, first_stops, sequential
-from duetbench.adaptive import rules as rules_module
+from duetbench.adaptive import StopRule
+from duetbench.adaptive import first_stops as _first_stops
 from duetbench.adaptive.rules import strong_skew
 
 RUNS = 50
@@ -57,30 +55,32 @@ def ar1(experiments: int, rho: float, seed: int) -> np.ndarray:
     return x
 
 
+GUARDS = True
+
+
 @contextmanager
 def without_the_check() -> Iterator[None]:
-    """The rules as they were: no serial check, a verdict from ``min_runs`` on."""
-    plain = sequential.running_intervals
-
-    def unchecked(*a: object, **kw: object) -> object:
-        kw["serial"] = False
-        return plain(*a, **kw)  # type: ignore[arg-type]
-
-    with (
-        mock.patch.object(rules_module, "running_intervals", unchecked),
-        mock.patch.object(rules_module, "DECIDED_FIRST_LOOK", 0),
-    ):
+    """The rules without the guards (``first_stops(..., guards=False)``)."""
+    global GUARDS
+    GUARDS = False
+    try:
         yield
+    finally:
+        GUARDS = True
+
+
+def first_stops(v: np.ndarray, rule: StopRule) -> object:
+    return _first_stops(v, rule, guards=GUARDS)
 
 
 def cell(v: np.ndarray) -> list[str]:
     n = len(v)
     aa = first_stops(v, StopRule.create(until="decided", threshold=0.0, max_runs=RUNS))
     alarm = np.isin(aa.verdict, ("slower", "faster"))
-    inflation = aa.intervals.inflation
+    g = aa.intervals.guard
     noted = (
-        inflation[np.arange(n), aa.runs - 1] > 1.0
-        if inflation is not None
+        g.found[np.arange(n), aa.runs - 1] & (g.factor[np.arange(n), aa.runs - 1] > 1.0)
+        if g is not None
         else np.zeros(n, dtype=bool)
     )
     dec = first_stops(

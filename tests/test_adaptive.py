@@ -199,10 +199,12 @@ def test_a_clear_slowdown_is_decided_slower() -> None:
     assert d.explanation.startswith("slower: +5.00 %")
     faster = decide(-_values(math.log(1.05), 0.01, 10), rule)
     assert faster.verdict is Outcome.FASTER and faster.high < -0.01
-    # the interval already says slower at 8 runs, but a verdict waits for 10 runs, the
-    # fewest at which the run values can be checked for serial correlation
-    early = decide(_values(math.log(1.05), 0.01, 8), rule, seconds=80.0)
-    assert early.verdict is Outcome.SLOWER and not early.stop and early.runs_to_goal == 2
+    # a verdict does not wait for the serial check: at 7 runs the interval, widened for
+    # the serial correlation 7 runs cannot rule out, already lies above the threshold
+    early = decide(_values(math.log(1.05), 0.01, 7), rule, seconds=70.0)
+    assert early.verdict is Outcome.SLOWER and early.stop
+    assert early.effective_runs is not None and early.effective_runs < 7  # widened
+    assert "serially correlated" not in early.explanation  # nothing found: no note
 
 
 def test_equivalent_needs_the_interval_inside_the_threshold() -> None:
@@ -220,11 +222,8 @@ def test_min_runs_max_runs_and_budget() -> None:
     big = _values(math.log(1.5), 0.001, 4)
     d = decide(big, rule, seconds=10.0)
     assert not d.stop and d.reason is StopReason.CONTINUE  # decided, but below min_runs
-    # a verdict goal is checked from DECIDED_FIRST_LOOK (10) runs, above min_runs 5
-    assert decide(_values(math.log(1.5), 0.001, 9), rule, seconds=10.0).reason is (
-        StopReason.CONTINUE
-    )
-    assert decide(_values(math.log(1.5), 0.001, 10), rule, seconds=10.0).reason is (
+    # a verdict goal is checked from min_runs on
+    assert decide(_values(math.log(1.5), 0.001, 5), rule, seconds=10.0).reason is (
         StopReason.DECIDED
     )
     short = StopRule.create(until="decided", min_runs=3, max_runs=6)  # at most max_runs
@@ -249,11 +248,13 @@ def test_inconclusive_says_what_it_would_take() -> None:
     d = decide(vals, rule, seconds=100.0)
     assert d.reason is StopReason.MAX_RUNS and d.verdict is Outcome.INCONCLUSIVE
     assert d.runs_to_goal is not None and d.runs_to_goal > 0
-    # the prediction is what the same spread would need: check it with the multipliers
+    # the prediction is what the same spread (widened as the guard widened it) would
+    # need: check it with the multipliers
+    sd = 0.02 * math.sqrt(10 / d.effective_runs) if d.effective_runs else 0.02
     total = 10 + d.runs_to_goal
     mult = StopRule.create(until="decided").multipliers(total)
-    half = mult[total - 1] * 0.02 / math.sqrt(total)
-    assert half <= math.log(1.02) - math.log(1.01) < mult[total - 2] * 0.02 / math.sqrt(total - 1)
+    half = mult[total - 1] * sd / math.sqrt(total)
+    assert half <= math.log(1.02) - math.log(1.01) < mult[total - 2] * sd / math.sqrt(total - 1)
     assert f"about {d.runs_to_goal} more runs" in d.explanation
     assert d.to_json()["verdict"] == "inconclusive"
     assert d.to_json()["unreachable"] is False
@@ -506,9 +507,10 @@ def test_predicted_stop_is_where_the_rule_stops_and_its_range_holds_the_actual_s
     reach = runs_to_reach(math.asinh(0.03), sd, rule, 0)
     stops = first_stops(np.random.default_rng(99).standard_normal((4000, 400)) * sd, rule)
     assert abs(pred.median - np.median(stops.runs)) <= 1  # an independent simulation
-    # 29 against 27 runs here: a first passage stops early (25 runs without the serial
-    # correlation check), and the check's false detections widen a few experiments
-    assert reach - 3 <= pred.median <= reach + 3
+    # 31 against 27 runs here: a first passage stops early (25 runs without the guards),
+    # and the guards widen the interval by the serial correlation that 5-30 runs cannot
+    # yet rule out (docs/adaptive.md, "Assumptions, and how they are checked")
+    assert reach - 3 <= pred.median <= 1.2 * reach
     assert pred == precision_stop_runs(rule, sd)  # seeded: a plan is reproducible
     rng = np.random.default_rng(5)
     for pilot in (5, 20):

@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 from duetbench.adaptive import StopRule, decide, first_stops
+from duetbench.adaptive.guards import guard, skewed_bounds
 from duetbench.adaptive.prior import PRIOR_ALPHA, PRIOR_WEIGHT, SpreadPrior, prior_intervals
 from duetbench.adaptive.results import stop_rule
 from duetbench.adaptive.rules import goal_first_look
@@ -35,9 +36,15 @@ def test_the_pooled_interval_is_the_hand_computed_one() -> None:
     df = w + n - 1
     pooled = math.sqrt((w * 0.008**2 + (n - 1) * s * s) / df)
     mult = stats.t.ppf(0.975, df) * (1 + (WIDTH_INFLATION - 1) * ((n - 1) / df) ** 2)
-    half = mult * pooled / math.sqrt(n)
-    assert d.low == pytest.approx(math.expm1(values.mean() - half), rel=1e-9)
-    assert d.high == pytest.approx(math.expm1(values.mean() + half), rel=1e-9)
+    # the guards widen it as they widen the no-prior interval (tests/test_adaptive_guards.py)
+    g = guard(values.reshape(1, -1))
+    se = pooled * math.sqrt(g.factor[0, -1]) / math.sqrt(n)
+    low, high = skewed_bounds(
+        np.full((1, n), values.mean()), np.full((1, n), se), np.full(n, mult), g.skew
+    )
+    assert d.low == pytest.approx(math.expm1(low[0, -1]), rel=1e-9)
+    assert d.high == pytest.approx(math.expm1(high[0, -1]), rel=1e-9)
+    assert high[0, -1] - low[0, -1] >= 2 * mult * pooled / math.sqrt(n)  # never narrower
     assert d.prior_used is True and "earlier runs on this host" in d.explanation
     # the check's p-value is scipy's F survival function of s^2 / s0^2
     plain = running_intervals(values.reshape(1, -1), rule.multipliers(n))

@@ -180,7 +180,7 @@ def _decisions(root: Path) -> dict:
 
 
 def test_resume_mid_adaptive_run_reaches_the_same_decisions(tmp_path: Path) -> None:
-    # 12: a verdict waits for 10 runs (rules.DECIDED_FIRST_LOOK), so a stop before max_runs
+    # 12 runs at most: the steady benchmark stops before max_runs
     cfg = _config(tmp_path, max_runs=12)
     exp = load_config(cfg)
     whole = run_experiment(exp, tmp_path / "whole")

@@ -156,3 +156,26 @@ def test_history_show_prints_the_priors(tmp_path: Path) -> None:
         [*base, "--benchmark", "parse", "--last", "0"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "--last must be at least 1" in bad.stderr
+
+
+def test_the_shape_of_the_run_values_against_hand_computed_values() -> None:
+    """Lag-1 autocorrelation over successive runs with a value within each experiment
+    (each experiment's own mean removed) and skewness of the same deviations; a run
+    left out breaks the succession; an experiment of fewer than 3 values adds nothing."""
+    key = ("s", "b", "aduet", "f" * 16)
+    e1 = (0.010, 0.030, 0.020, 0.040)
+    e2 = (0.001, 0.004, float("nan"), 0.002, 0.009)  # run 2 left out
+    e3 = (0.5, 0.7)  # too short for the shape
+    p = pool(key, [ExperimentPart(i, e, len(e), 0) for i, e in enumerate((e1, e2, e3), 1)])
+    c1 = np.array(e1) - np.mean(e1)
+    f2 = np.array([0.001, 0.004, 0.002, 0.009])
+    c2 = f2 - f2.mean()
+    lag = np.sum(c1[1:] * c1[:-1]) + c2[0] * c2[1] + c2[2] * c2[3]  # not across the gap
+    sq = np.sum(c1**2) + np.sum(c2**2)
+    assert p.serial_r == pytest.approx(lag / sq, rel=1e-12)
+    m2, m3 = sq / 8, (np.sum(c1**3) + np.sum(c2**3)) / 8
+    assert p.skew == pytest.approx(m3 / m2**1.5, rel=1e-12)
+    assert (p.shape_runs, p.shape_experiments) == (8, 2)
+    shape = p.shape()
+    assert shape is not None and (shape.r, shape.runs, shape.experiments) == (p.serial_r, 8, 2)
+    assert pool(key, [ExperimentPart(1, e3, 2, 0)]).shape() is None

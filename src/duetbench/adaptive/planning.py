@@ -112,10 +112,10 @@ def plan_for_power(
 
     Detection: the interval lies beyond the rule's threshold on the change's side.
     Solved at a single final look, ``(m(n) + z_power) sd / sqrt(n) <= |log(1 + change)| -
-    log(1 + threshold)``, from the rule's first look on (``goal_first_look``). The serial
-    correlation check sometimes widens the interval of independent run values too
-    (a false detection; docs/adaptive.md, "Assumptions, and how they are checked"), so
-    that count is then checked in :data:`POWER_DRAWS` seeded simulated experiments of
+    log(1 + threshold)``, from the rule's first look on (``goal_first_look``). The guards
+    widen the interval of independent run values too, by the serial correlation and
+    skew their runs cannot yet rule out (docs/adaptive.md, "Assumptions, and how they
+    are checked"), so that count is then checked in :data:`POWER_DRAWS` seeded simulated experiments of
     normal run values and raised by 5 % steps until they reach ``power`` (with two
     Monte Carlo standard errors to spare).
     """

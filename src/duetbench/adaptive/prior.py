@@ -27,8 +27,9 @@ rule's (its own looks, its own intersection), and the decision says so. A quiete
 machine than before is not a reason to drop it (the pooled interval is then
 conservative: coverage kept, runs spent). Before the check has the power to see a
 noisier machine, the prior's weight is bounded (:data:`PRIOR_WEIGHT`), so the current
-runs' spread always moves the pooled one. Serial correlation widens the interval as it
-widens the no-prior rule's (``sequential.serial_inflation``).
+runs' spread always moves the pooled one. The guards for serial correlation and skew
+widen the interval as they widen the no-prior rule's (``guards.guard``); the prior's
+``shape`` (the earlier runs' serial correlation and skew) is the guards' prior.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import numpy as np
 from scipy import stats
 
 from .boundaries import mixture_precision, normal_mixture_multiplier
+from .guards import Guard, ShapePrior, skewed_bounds
 from .sequential import WIDTH_INFLATION, Design, Intervals, prefix_moments
 
 __all__ = [
@@ -70,24 +72,29 @@ PRIOR_FIRST_LOOK = 3
 class SpreadPrior:
     """The spread of a benchmark x method's run values in earlier experiments on this
     host: ``sd`` (log scale) with ``df`` degrees of freedom; ``experiments``/``runs``
-    say where it came from (shown, not used)."""
+    say where it came from (shown, not used); ``shape``: their serial correlation and
+    skew (the guards' prior; None: not known, e.g. a stops.json of an older release)."""
 
     sd: float
     df: int
     experiments: int = 0
     runs: int = 0
+    shape: ShapePrior | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.sd) and self.sd >= 0.0) or int(self.df) < 1:
             raise ValueError(f"a prior needs a finite sd >= 0 and df >= 1, got {self}")
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "sd": self.sd,
             "df": int(self.df),
             "experiments": int(self.experiments),
             "runs": int(self.runs),
         }
+        if self.shape is not None:
+            out["shape"] = self.shape.to_json()
+        return out
 
     @classmethod
     def from_json(cls, d: object) -> SpreadPrior | None:
@@ -98,6 +105,7 @@ class SpreadPrior:
             int(d["df"]),
             int(d.get("experiments") or 0),
             int(d.get("runs") or 0),
+            ShapePrior.from_json(d.get("shape")),
         )
 
 
@@ -152,10 +160,14 @@ def prior_intervals(
         phi = mixture_precision(tuned_for, confidence)
         mult = normal_mixture_multiplier(n, confidence, phi) * t / z
     looked = n >= max(first_look, 1) if looks is None else np.asarray(looks, dtype=bool)
-    # serial correlation: widened as the no-prior rule widens (sequential.serial_inflation)
+    # the guards: widened as the no-prior rule's interval is (guards.guard)
     factor = plain.inflation if plain.inflation is not None else np.ones_like(v)
-    half = np.where(looked, mult * pooled * np.sqrt(factor) / np.sqrt(n), np.inf)
-    low, high = mean - half, mean + half
+    se = pooled * np.sqrt(factor) / np.sqrt(n)
+    mult = np.where(looked, mult, np.inf)
+    if plain.guard is not None:
+        low, high = skewed_bounds(mean, se, mult, plain.guard.skew)
+    else:
+        low, high = mean - mult * se, mean + mult * se
     if design.intersects:
         low = np.maximum.accumulate(low, axis=1)
         high = np.minimum.accumulate(high, axis=1)
@@ -175,7 +187,9 @@ def prior_intervals(
             mid = (low + high) / 2.0
         low, high = np.where(crossed, mid, low), np.where(crossed, mid, high)
     used_sd = np.where(dropped, sd, pooled)
-    iv = Intervals(mean, used_sd, low, high, looked | plain.looked, plain.serial_r, factor)
+    iv = Intervals(
+        mean, used_sd, low, high, looked | plain.looked, plain.serial_r, factor, plain.guard
+    )
     return PriorIntervals(iv, dropped, p, used_sd)
 
 
@@ -193,3 +207,23 @@ def prior_text(prior: SpreadPrior, pi: PriorIntervals) -> str:
         f"the earlier runs on this host (check p = {p:.3f}), so the interval is the "
         "no-prior rule's (docs/adaptive.md, 'Stopping with the repository's priors')"
     )
+
+
+def order_text(history: ShapePrior | None, guard: Guard | None) -> str:
+    """What a decision's explanation says about the repository's shape prior (the
+    last run of row 0): nothing where the earlier runs were independent and these agree."""
+    if history is None or guard is None:
+        return ""
+    if guard.dropped[0, -1]:
+        where = int(np.argmax(guard.dropped[0])) + 1
+        return (
+            f"; these runs are more serially correlated than the {history.runs} earlier runs "
+            f"on this host (from run {where}): the serial guard is the no-repository one "
+            "(docs/adaptive.md, 'Assumptions, and how they are checked')"
+        )
+    if history.found:
+        return (
+            f"; widened for the serial correlation of {history.runs} earlier runs on this "
+            f"host (lag-1 autocorrelation {history.r:+.2f})"
+        )
+    return ""

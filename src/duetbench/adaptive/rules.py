@@ -23,7 +23,15 @@ from duetbench.errors import AnalysisError
 from duetbench.schema import Verdict
 from duetbench.units import ValueTextError, percentage
 
-from .prior import PRIOR_FIRST_LOOK, PriorIntervals, SpreadPrior, prior_intervals, prior_text
+from .guards import guard_notes
+from .prior import (
+    PRIOR_FIRST_LOOK,
+    PriorIntervals,
+    SpreadPrior,
+    order_text,
+    prior_intervals,
+    prior_text,
+)
 from .sequential import (
     Design,
     Intervals,
@@ -50,11 +58,6 @@ __all__ = [
 
 #: How far predictions of the runs needed look ahead.
 _HORIZON = 100_000
-#: A verdict goal (`until: decided`) is checked from this many runs on, whatever
-#: ``min_runs`` says (at most ``max_runs``): the fewest at which the serial-correlation
-#: check of the run values has the power to see a lag-1 autocorrelation of 0.5 in most
-#: experiments (docs/adaptive.md, "Assumptions, and how they are checked").
-DECIDED_FIRST_LOOK = 10
 #: A forecast of the runs that would reach the goal is given as a number only up to this
 #: many times the runs taken (or up to ``max_runs``, when that is more); beyond it the
 #: explanation says "not reachable within reasonable time". The forecast extrapolates the
@@ -226,19 +229,18 @@ def resolve_design(design: object, until: Goal) -> Design:
     return d
 
 
-#: the designs the study compares with, shown as they are (no serial check, no later look)
+#: the designs the study compares with, shown as they are (no guards)
 _STUDY_DESIGNS = (Design.NAIVE, Design.ASYMPTOTIC)
 
 
 def goal_first_look(rule: StopRule) -> int:
-    """The first run count at which the rule checks its goal: ``min_runs``, and for a
-    verdict goal at least :data:`DECIDED_FIRST_LOOK` (at most ``max_runs``); a precision
-    goal with a prior at least :data:`~.prior.PRIOR_FIRST_LOOK`."""
+    """The first run count at which the rule checks its goal: ``min_runs``; a precision
+    goal with a prior at least :data:`~.prior.PRIOR_FIRST_LOOK` (at most ``max_runs``).
+    Early looks need no wait for the serial check: the guards widen them by what they
+    cannot yet rule out (docs/adaptive.md, "Assumptions, and how they are checked")."""
     if rule.until is Goal.PRECISE and rule.prior is not None:
         return min(max(rule.min_runs, PRIOR_FIRST_LOOK), rule.max_runs)
-    if rule.until is Goal.PRECISE or rule.resolved_design in _STUDY_DESIGNS:
-        return rule.min_runs
-    return min(max(rule.min_runs, DECIDED_FIRST_LOOK), rule.max_runs)
+    return rule.min_runs
 
 
 def outcomes(low: object, high: object, threshold: float) -> np.ndarray:
@@ -314,9 +316,10 @@ class Decision:
     ``runs_to_goal`` / ``seconds_to_goal``: predicted further runs and machine seconds
     to reach the goal at the current estimate and spread (None: reached, fewer than 2
     runs, or ``unreachable``). ``serial_r``: the lag-1 autocorrelation of the run values in run order;
-    ``effective_runs``: where it was found (sequential.serial_inflation), the number of
-    independent runs the interval counted them as (None: not found). ``skewness``: the
-    run values' sample skewness where it is strong (:func:`strong_skew`), else None.
+    ``effective_runs``: where the guard widened the interval for serial correlation
+    (guards.guard), the number of independent runs it counted them as (None: not
+    widened); ``serial_found``: the correlation is beyond chance (the explanation says
+    so). ``skewness``: the run values' sample skewness where strong (:func:`strong_skew`).
     ``unreachable``: the goal is not reachable within
     reasonable time -- more than :data:`FORECAST_FACTOR` times the runs taken (and
     more than ``max_runs``) would be needed, or it is out of reach at this estimate.
@@ -336,7 +339,8 @@ class Decision:
     seconds_to_goal: float | None
     explanation: str
     serial_r: float | None = None  # lag-1 autocorrelation of the run values (None: < 5 runs)
-    effective_runs: float | None = None  # n_eff where serial correlation widened the interval
+    effective_runs: float | None = None  # n_eff where the serial guard widened the interval
+    serial_found: bool = False  # serial correlation beyond chance (noted)
     skewness: float | None = None  # sample skewness where strong (None: not, or < 8 runs)
     unreachable: bool = False
     #: with a prior: whether this decision used it (False: dropped by the check); None:
@@ -388,11 +392,15 @@ def decide(
     n = v.shape[1]
     if looks is not None:
         looks = sorted({int(x) for x in looks} | {n})
-    serial_r, n_eff = None, None
+    serial_r, n_eff, found = None, None, False
     prior_note = ""
     if n:
+        history = None if rule.prior is None else rule.prior.shape
         iv = running_intervals(
-            v, rule.multipliers(n, looks), intersect=rule.resolved_design.intersects
+            v,
+            rule.multipliers(n, looks),
+            intersect=rule.resolved_design.intersects,
+            history=history,
         )
         if rule.prior is not None:
             seen = None if looks is None else np.isin(np.arange(1, n + 1), looks)
@@ -403,8 +411,10 @@ def decide(
         lo_log, hi_log = float(iv.low[0, -1]), float(iv.high[0, -1])
         r, factor = float(iv.serial_r[0, -1]), float(iv.inflation[0, -1])  # type: ignore[index]
         serial_r = r if math.isfinite(r) else None
-        if factor > 1.0:
+        if factor > 1.0 + 1e-9:
             n_eff, sd = n / factor, sd * math.sqrt(factor)
+            found = bool(iv.guard.found[0, -1])  # type: ignore[union-attr]
+        prior_note += order_text(history, iv.guard)  # type: ignore[arg-type]
     else:
         mean = sd = math.nan
         lo_log, hi_log = -math.inf, math.inf
@@ -431,19 +441,7 @@ def decide(
     text = _explain(rule, reason, verdict, est, lo, hi, n, more, more_s, unreachable)
     text += prior_note
     skew = strong_skew(v[0])
-    if skew is not None:
-        text += (
-            f"; the run values are skewed (skewness {skew:+.2f}): the interval, symmetric "
-            "around their mean, may be too narrow on one side (docs/adaptive.md, "
-            "'Assumptions, and how they are checked')"
-        )
-    if n_eff is not None:
-        text += (
-            f"; the run values are serially correlated (lag-1 autocorrelation "
-            f"{serial_r:+.2f}): the interval counts them as {n_eff:.1f} independent runs, "
-            "and may still be too narrow (docs/adaptive.md, 'Assumptions, and how they "
-            "are checked')"
-        )
+    text += guard_notes(skew, serial_r if found else None, n_eff)
     return Decision(
         stop=reason is not StopReason.CONTINUE,
         reason=reason,
@@ -460,6 +458,7 @@ def decide(
         explanation=text,
         serial_r=serial_r,
         effective_runs=n_eff,
+        serial_found=found,
         skewness=skew,
         unreachable=unreachable,
         prior_used=None if rule.prior is None or not n else not bool(pi.dropped[0, -1]),
@@ -554,8 +553,11 @@ def with_first_look(rule: StopRule, first_look: int) -> StopRule:
     return replace(rule, min_runs=min(first_look, rule.max_runs))
 
 
-def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool | None = None) -> Stops:
+def first_stops(
+    values: np.ndarray, rule: StopRule, *, intersect: bool | None = None, guards: bool = True
+) -> Stops:
     """Stop of every row of ``values`` (sequences x runs) under ``rule`` (no budget).
+    ``guards=False``: without the guards for serial correlation and skew (studies).
 
     A row stops at the first look from :func:`goal_first_look` on that reaches the
     goal, else at ``min(max_runs, columns)`` for the reason ``max_runs``.
@@ -564,9 +566,10 @@ def first_stops(values: np.ndarray, rule: StopRule, *, intersect: bool | None = 
     n_max = min(rule.max_runs, v.shape[1])
     if intersect is None:
         intersect = rule.resolved_design.intersects
-    serial = rule.resolved_design not in _STUDY_DESIGNS
+    serial = guards and rule.resolved_design not in _STUDY_DESIGNS
+    history = None if rule.prior is None else rule.prior.shape
     iv = running_intervals(
-        v[:, :n_max], rule.multipliers(n_max), intersect=intersect, serial=serial
+        v[:, :n_max], rule.multipliers(n_max), intersect=intersect, serial=serial, history=history
     )
     if rule.prior is not None:
         iv = with_prior(v[:, :n_max], rule, iv).intervals

@@ -24,17 +24,27 @@ from .boundaries import (
     normal_mixture_multiplier,
     t_mixture_multiplier,
 )
+from .guards import (
+    SERIAL_FIRST_CHECK,
+    Guard,
+    ShapePrior,
+    guard,
+    lag1_autocorrelation,
+    serial_threshold,
+    skewed_bounds,
+    strong_skew,
+)
 
 __all__ = [
-    "SERIAL_ALPHA",
     "SERIAL_FIRST_CHECK",
     "Design",
     "Intervals",
+    "intersect_looks",
     "lag1_autocorrelation",
     "look_multipliers",
     "planned_looks",
     "running_intervals",
-    "serial_inflation",
+    "serial_threshold",
     "strong_skew",
 ]
 
@@ -65,21 +75,6 @@ WIDTH_INFLATION = 1.25
 #: ... and its first look, whatever ``min_runs`` says: from 3 runs the widened interval
 #: still covered only 92-94 % under slow drift.
 WIDTH_FIRST_LOOK = 5
-#: Serial correlation (docs/adaptive.md, "Assumptions, and how they are checked"): the
-#: one-sided level at which each look tests the run values' lag-1 autocorrelation
-#: against its null distribution at that n. A false detection only widens the interval
-#: (coverage goes up, runs too); a missed one lets it be too narrow, so the level is
-#: generous: A/A false alarms under AR(1) 0.5 were 9 % at 0.10, 8.3 % at 0.15 and
-#: 7.3 % at 0.20 (docs/measurements/serial-correlation.md).
-SERIAL_ALPHA = 0.20
-#: ... from this many runs on (fewer give no usable autocorrelation)
-SERIAL_FIRST_CHECK = 5
-#: ... the autocorrelation used to widen is at most this (the variance of the mean 9x)
-SERIAL_MAX_RHO = 0.8
-#: Skew: run values whose sample skewness lies beyond this many of its standard errors
-#: under normality (two-sided 1 %) from this many runs on get a note (no correction).
-SKEW_Z = 2.5758293035489004
-SKEW_FIRST_CHECK = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,8 +93,10 @@ class Intervals:
     looked: np.ndarray  # (runs,) bool
     #: lag-1 autocorrelation of the first n run values (NaN below SERIAL_FIRST_CHECK)
     serial_r: np.ndarray | None = None
-    #: the variance factor ``(1 + rho) / (1 - rho)`` the interval was widened by (1: none)
+    #: the variance factor the interval was widened by for serial correlation (1: none)
     inflation: np.ndarray | None = None
+    #: the guards behind it (guards.guard; None: no guards, the study's comparisons)
+    guard: Guard | None = None
 
     @property
     def runs(self) -> np.ndarray:
@@ -179,122 +176,56 @@ def prefix_moments(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean + v[:, :1], np.sqrt(var)
 
 
-def lag1_autocorrelation(values: np.ndarray) -> np.ndarray:
-    """Lag-1 autocorrelation of the first n values of every row, in run order:
-    ``sum_{t=2..n} (x_t - m)(x_{t-1} - m) / sum_{t=1..n} (x_t - m)^2`` with ``m`` the
-    mean of the n values (NaN for n < 3 and for values without spread)."""
-    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    n = np.arange(1, v.shape[1] + 1, dtype=np.float64)
-    c = v - v[:, :1]
-    s1 = np.cumsum(c, axis=1)
-    s2 = np.cumsum(c * c, axis=1)
-    prod = np.zeros_like(c)
-    prod[:, 1:] = c[:, 1:] * c[:, :-1]
-    sp = np.cumsum(prod, axis=1)
-    m = s1 / n
-    # sum over t = 2..n of (c_t - m)(c_{t-1} - m), from the running sums
-    num = sp - m * (s1 - c[:, :1]) - m * (s1 - c) + (n - 1.0) * m * m
-    den = s2 - s1 * m
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(den > 1e-300, num / den, np.nan)
-    r[:, : min(2, r.shape[1])] = np.nan
-    return r
-
-
-def serial_threshold(n: np.ndarray, alpha: float = SERIAL_ALPHA) -> np.ndarray:
-    """The lag-1 autocorrelation above which independent run values are rejected
-    (one-sided, level ``alpha``): under independence its mean is ``-1/n`` and its SD
-    ``(n - 2) / (n sqrt(n - 1))`` (Moran 1948; both checked by simulation in
-    tests/test_adaptive_serial.py), and it is close to normal."""
-    n = np.asarray(n, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sd = (n - 2.0) / (n * np.sqrt(np.maximum(n - 1.0, 1.0)))
-    return -1.0 / n + float(stats.norm.ppf(1.0 - alpha)) * sd
-
-
-def serial_inflation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lag-1 autocorrelation, variance factor) after every run of every row.
-
-    From :data:`SERIAL_FIRST_CHECK` runs on, each look tests the autocorrelation
-    ``r`` (:func:`serial_threshold`). Once a look has found it, the run values count as
-    ``n_eff = n (1 - rho) / (1 + rho)`` independent ones: the variance factor is
-    ``(1 + rho) / (1 - rho)``, with ``rho`` the estimate corrected for its small-sample
-    bias (``E r = rho - (1 + 3 rho) / n``) plus one standard error ``sqrt((1 - rho^2) /
-    n)``, between 0 and :data:`SERIAL_MAX_RHO`. Before that (and never found) it is 1."""
-    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    n = np.arange(1, v.shape[1] + 1, dtype=np.float64)
-    r = lag1_autocorrelation(v)
-    checked = n >= SERIAL_FIRST_CHECK
-    found = checked & (np.nan_to_num(r, nan=-np.inf) > serial_threshold(n))
-    ever = np.maximum.accumulate(found, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (r + 1.0 / n) / (1.0 - 3.0 / n)
-        rho = rho + np.sqrt(np.maximum(1.0 - rho * rho, 0.0) / n)
-    rho = np.clip(np.where(checked & np.isfinite(rho), rho, 0.0), 0.0, SERIAL_MAX_RHO)
-    factor = np.where(ever, (1.0 + rho) / (1.0 - rho), 1.0)
-    r = np.where(checked, r, np.nan)
-    return r, factor
-
-
 def running_intervals(
-    values: np.ndarray, multipliers: np.ndarray, *, intersect: bool = True, serial: bool = True
+    values: np.ndarray,
+    multipliers: np.ndarray,
+    *,
+    intersect: bool = True,
+    serial: bool = True,
+    history: ShapePrior | Sequence[ShapePrior] | None = None,
 ) -> Intervals:
     """Intervals after every run with the given per-``n`` multipliers.
 
     ``intersect``: keep the running intersection over looks (valid for simultaneous
-    intervals; ``False`` only to show what naive peeking does). ``serial``: check the run
-    values for serial correlation and, where found, widen the interval to their
-    effective number (:func:`serial_inflation`); the intersection then starts afresh at
-    the look that found it, since the narrower intervals before assumed independence.
-    ``False`` only to show what the check changes.
+    intervals; ``False`` only to show what naive peeking does). ``serial``: apply the
+    guards (:func:`duetbench.adaptive.guards.guard`): the variance widened for serial
+    correlation by what the runs (and ``history``, a repository's shape prior) say,
+    the side toward a long tail widened for skew. ``False`` only to show what the guards
+    change (the study's comparisons).
     """
     v = np.atleast_2d(np.asarray(values, dtype=np.float64))
     mean, sd = prefix_moments(v)
     n = np.arange(1, v.shape[1] + 1, dtype=np.float64)
     mult = np.asarray(multipliers, dtype=np.float64)[: v.shape[1]]
     looked = np.isfinite(mult)
-    if serial:
-        r, factor = serial_inflation(v)
-    else:
-        r, factor = np.full(v.shape, np.nan), np.ones(v.shape)
+    g = guard(v, history) if serial else None
+    factor = g.factor if g is not None else np.ones(v.shape)
     with np.errstate(invalid="ignore"):
-        half = np.where(looked, mult * sd * np.sqrt(factor) / np.sqrt(n), np.inf)
-    half = np.where(np.isnan(half), np.inf, half)  # n = 1: no spread yet
-    low, high = mean - half, mean + half
+        se = sd * np.sqrt(factor) / np.sqrt(n)
+    se = np.where(np.isnan(se), np.inf, se)  # n = 1: no spread yet
+    if g is not None:
+        low, high = skewed_bounds(mean, se, mult, g.skew)
+    else:
+        with np.errstate(invalid="ignore"):
+            half = np.where(looked, mult * se, np.inf)
+        low, high = mean - half, mean + half
+    low, high = intersect_looks(low, high, intersect)
+    r = g.serial_r if g is not None else np.full(v.shape, np.nan)
+    return Intervals(mean, sd, low, high, looked, r, factor, g)
+
+
+def intersect_looks(
+    low: np.ndarray, high: np.ndarray, intersect: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The running intersection of the intervals of all looks so far (``intersect``),
+    kept a point where it becomes empty (a sequence badly off)."""
     if intersect:
-        widened = np.maximum.accumulate(factor > 1.0, axis=1)  # from the look that found it
-        low = np.where(
-            widened,
-            np.maximum.accumulate(np.where(widened, low, -np.inf), axis=1),
-            np.maximum.accumulate(low, axis=1),
-        )
-        high = np.where(
-            widened,
-            np.minimum.accumulate(np.where(widened, high, np.inf), axis=1),
-            np.minimum.accumulate(high, axis=1),
-        )
-    # an intersection can become empty when a sequence is badly off; keep it a point
+        low = np.maximum.accumulate(low, axis=1)
+        high = np.minimum.accumulate(high, axis=1)
     crossed = low > high
     if crossed.any():
         with np.errstate(invalid="ignore"):  # (-inf + inf) where no look yet: not crossed
             mid = (low + high) / 2.0
         low = np.where(crossed, mid, low)
         high = np.where(crossed, mid, high)
-    return Intervals(mean, sd, low, high, looked, r, factor)
-
-
-def strong_skew(values: np.ndarray) -> float | None:
-    """The sample skewness ``g1`` of ``values`` when it is strong: from
-    :data:`SKEW_FIRST_CHECK` values on, beyond :data:`SKEW_Z` of its standard error under
-    normality, ``sqrt(6 (n - 2) / ((n + 1) (n + 3)))``; else None."""
-    x = np.asarray(values, dtype=np.float64)
-    n = len(x)
-    if n < SKEW_FIRST_CHECK:
-        return None
-    d = x - x.mean()
-    m2 = float(np.mean(d * d))
-    if not m2 > 0:
-        return None
-    g1 = float(np.mean(d**3)) / m2**1.5
-    se = math.sqrt(6.0 * (n - 2) / ((n + 1) * (n + 3)))
-    return g1 if abs(g1) > SKEW_Z * se else None
+    return low, high

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
 from ..errors import DuetError, ExitCode
+from ..schedule.adaptive import FAILED_RUNS_STOP
 
 __all__ = [
     "GateResult",
@@ -139,7 +140,8 @@ def exit_code_of(verdicts: list[str]) -> int:
 
 #: A gate stops once this many runs of one benchmark x method have failed without a
 #: usable one: a broken benchmark is an error at once, not after ``max_runs`` failures.
-FAIL_FAST_RUNS = 3
+#: The scheduler's rule for every command (docs/results.md, "Runs that fail").
+FAIL_FAST_RUNS = FAILED_RUNS_STOP
 
 
 class RunsFailed(DuetError):

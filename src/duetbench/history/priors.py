@@ -15,7 +15,12 @@ fingerprint) in a results repository and returns a :class:`Prior`:
   weighted by its runs; the pairs per run likewise; the **warm-up**: the largest
   warm-up detected in any of them (too little warm-up biases, too much only costs);
 - the share of runs **left out**: runs measured without a run value, and of them the
-  runs marked unbalanced (the iterations table's ``unbalanced`` column).
+  runs marked unbalanced (the iterations table's ``unbalanced`` column);
+- the **shape** of the run values, for the stopping rules' guards: their lag-1
+  autocorrelation in run order, ``sum (y_r - mean_e)(y_{r-1} - mean_e) / sum (y_r -
+  mean_e)^2`` over the successive runs of each experiment with a value (experiments of
+  3 or more run values), and their skewness ``m3 / m2^1.5`` of the same deviations
+  (docs/adaptive.md, "Assumptions, and how they are checked").
 
 Marks (``duet history mark``) are applied first: an experiment measuring a version
 marked ``exclude`` for this benchmark is left out (the user said its numbers do not
@@ -93,6 +98,12 @@ class Prior:
     within_runs: float | None = None
     stat_factor: float = STAT_FACTOR["median"]
     skipped: tuple[tuple[int, str], ...] = field(default=())  # (experiment, why left out)
+    #: the run values' shape (module doc): lag-1 autocorrelation and skewness over
+    #: ``shape_runs`` run values of ``shape_experiments`` experiments (None: too few)
+    serial_r: float | None = None
+    skew: float | None = None
+    shape_runs: int = 0
+    shape_experiments: int = 0
 
     @property
     def usable(self) -> bool:
@@ -145,8 +156,20 @@ class Prior:
             "warmup": self.warmup,
             "left_out_share": self.left_out_share,
             "unbalanced_share": self.unbalanced_share,
+            "serial_r": self.serial_r,
+            "skew": self.skew,
+            "shape_runs": self.shape_runs,
             "skipped": [{"experiment": e, "why": w} for e, w in self.skipped],
         }
+
+    def shape(self) -> Any:
+        """The stopping rules' :class:`~duetbench.adaptive.guards.ShapePrior` (None:
+        fewer than 3 run values in experiments of 3 or more)."""
+        from ..adaptive.guards import ShapePrior
+
+        if self.serial_r is None or self.skew is None:
+            return None
+        return ShapePrior(self.serial_r, self.shape_runs, self.shape_experiments, self.skew)
 
 
 def pool(
@@ -174,6 +197,7 @@ def pool(
         return float(np.sum(v * weights) / np.sum(weights))
 
     measured = sum(p.measured for p in parts)
+    shape = _shape(parts)
     return Prior(
         *key,
         experiments=tuple(p.experiment_id for p in parts),
@@ -190,7 +214,36 @@ def pool(
         within_runs=mean_of("within_runs"),
         stat_factor=costed[-1].stat_factor if costed else STAT_FACTOR["median"],
         skipped=tuple(skipped),
+        **shape,
     )
+
+
+def _shape(parts: Sequence[ExperimentPart]) -> dict[str, Any]:
+    """The run values' lag-1 autocorrelation and skewness (module doc) as Prior fields."""
+    lag = sq = cube = 0.0
+    runs = experiments = 0
+    for p in parts:
+        y = np.asarray(p.values, dtype=np.float64)
+        ok = np.isfinite(y)
+        if ok.sum() < 3:
+            continue
+        c = np.where(ok, y - y[ok].mean(), np.nan)
+        both = ok[1:] & ok[:-1]  # successive runs that both have a value
+        lag += float(np.sum((c[1:] * c[:-1])[both]))
+        sq += float(np.sum(c[ok] ** 2))
+        cube += float(np.sum(c[ok] ** 3))
+        runs += int(ok.sum())
+        experiments += 1
+    if not experiments or not sq > 0:
+        return {}
+    m2 = sq / runs
+    r = min(max(lag / sq, -1.0), 1.0)
+    return {
+        "serial_r": r,
+        "skew": cube / runs / m2**1.5,
+        "shape_runs": runs,
+        "shape_experiments": experiments,
+    }
 
 
 def priors(
@@ -321,11 +374,12 @@ def host_priors(
 
 
 def spread_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
-    """The stopping rules' :class:`~duetbench.adaptive.prior.SpreadPrior` of each prior."""
+    """The stopping rules' :class:`~duetbench.adaptive.prior.SpreadPrior` of each prior,
+    with the run values' shape for the guards."""
     from ..adaptive.prior import SpreadPrior
 
     return {
-        k: SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs))  # type: ignore[arg-type]
+        k: SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs), p.shape())  # type: ignore[arg-type]
         for k, p in found.items()
     }
 

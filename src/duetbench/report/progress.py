@@ -133,6 +133,9 @@ def print_summary(console: Console, summary: ExperimentSummary, resume: str | No
     late = getattr(summary, "out_of_time", 0)
     if late:
         skipped += f"; {late} planned runs not started: the budget was spent"
+    not_run = getattr(summary, "not_run", 0)
+    if not_run:
+        skipped += f"; {not_run} planned runs not run (their benchmark's first runs failed)"
     head = "[magenta bold]interrupted[/]" if summary.interrupted else "[bold]done[/]"
     console.print(
         f"{head} in {summary.elapsed_s:.1f} s: {ran}{skipped}. "

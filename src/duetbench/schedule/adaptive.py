@@ -11,6 +11,11 @@ the history show; once a benchmark x method stops, its remaining planned runs ar
 skipped (recorded in ``stops.json``, never as failures).
 ``--resume`` replays the finished runs in plan order through the same tracker, so it
 reaches the decisions an uninterrupted run would have, and continues the same rule.
+
+Every benchmark x method, measured until sure or not, is stopped once its first
+:data:`FAILED_RUNS_STOP` finished runs all failed with none usable: no number of runs
+decides a benchmark that does not run, in any command (docs/results.md, "Runs that
+fail"); its remaining planned runs are not run, and the experiment's notes say why.
 """
 
 from __future__ import annotations
@@ -29,7 +34,12 @@ from ..schema import Method
 from ..store import ResultsStore
 from .auto import KEY_SEP, AutoChooser, _Auto, _seconds, stop_key
 
-__all__ = ["KEY_SEP", "StopTracker", "stop_key"]
+__all__ = ["FAILED_RUNS_STOP", "KEY_SEP", "StopTracker", "stop_key"]
+
+#: a benchmark x method whose first this many finished runs all failed (none usable:
+#: ok, or timed out with iterations) is stopped -- in `duet run`, `duet gate` and `duet
+#: bisect` alike (docs/results.md, "Runs that fail")
+FAILED_RUNS_STOP = 3
 
 #: the analysis options that make the run values a stopping rule decides on (stops.json
 #: ``analysis``): every command analyses an adaptive experiment's runs with them
@@ -75,6 +85,35 @@ class _State:
         return self.seconds / self.reps if self.reps else 0.0
 
 
+@dataclass
+class _Failures:
+    """The finished runs of one benchmark x method so far: usable ones (ok, timeout), the failed ones
+    (while none was usable), and the planned runs not run once it stopped."""
+
+    usable: int = 0
+    failed: list[RunRecord] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> bool:
+        return not self.usable and len(self.failed) >= FAILED_RUNS_STOP
+
+
+def _cause(record: RunRecord) -> str:
+    """A failed run's cause in a line: its message and each failed side's exit status."""
+    from ..schema import SideStatus
+
+    parts = [
+        f"{record.run_id}: {record.status}" + (f", {record.message}" if record.message else "")
+    ]
+    for name, side in sorted(record.sides.items()):
+        if side.status == SideStatus.FAILED:
+            tail = side.stderr_tail.strip().splitlines()[-1:] if side.stderr_tail else []
+            said = f" ({tail[0].strip()})" if tail else ""
+            parts.append(f"side {name} exited with {side.exit_code}{said}")
+    return "; ".join(parts)
+
+
 def _run_seconds(record: RunRecord) -> float:
     if record.start_ns is not None and record.end_ns is not None:
         return max(0.0, (record.end_ns - record.start_ns) / 1e9)
@@ -116,6 +155,8 @@ class StopTracker(AutoChooser):
         self._runs_of: dict[str, set[str]] = {}  # stop key -> its planned run ids
         for spec in plan:
             self._runs_of.setdefault(stop_key(spec.benchmark, spec.method), set()).add(spec.run_id)
+        #: stop key -> its failures (every benchmark x method, adaptive or not)
+        self.failures: dict[str, _Failures] = {}
 
     @classmethod
     def for_experiment(cls, store: ResultsStore, exp: Any, plan: list[RunSpec]) -> StopTracker:
@@ -138,9 +179,53 @@ class StopTracker(AutoChooser):
     def active(self) -> bool:
         return bool(self.states)
 
+    def failed_out(self, spec: RunSpec) -> bool:
+        """Whether ``spec``'s benchmark x method stopped because its runs failed."""
+        f = self.failures.get(stop_key(spec.benchmark, spec.method))
+        return f is not None and f.stopped
+
+    def failure_notes(self) -> list[str]:
+        """One note per benchmark x method stopped because its runs failed."""
+        notes = []
+        for key, f in sorted(self.failures.items()):
+            if f.stopped:
+                bench, _, method = key.rpartition(KEY_SEP)
+                notes.append(
+                    f"benchmark '{bench}' ({method}): its first {len(f.failed)} runs failed "
+                    f"and none was usable, so its other {len(f.not_run)} planned runs were "
+                    f"not run (docs/results.md, 'Runs that fail'); the first, "
+                    f"{_cause(f.failed[0])}"
+                )
+        return notes
+
+    def _count(self, spec: RunSpec, record: RunRecord) -> bool:
+        """Count a finished run of ``spec``; True when its benchmark x method stops now
+        because its runs failed."""
+        from ..schema import USABLE_STATUSES
+
+        if not record.finished:
+            return False
+        f = self.failures.setdefault(stop_key(spec.benchmark, spec.method), _Failures())
+        if f.stopped:
+            return False
+        if record.status in USABLE_STATUSES:
+            f.usable += 1
+        elif not f.usable:
+            f.failed.append(record)
+        return f.stopped
+
     def skips(self, spec: RunSpec) -> bool:
         """Whether ``spec`` belongs to a stopped benchmark x method (skip it)."""
-        st = self.states.get(stop_key(spec.benchmark, spec.method))
+        key = stop_key(spec.benchmark, spec.method)
+        f = self.failures.get(key)
+        if f is not None and f.stopped and key not in self.states:
+            self._done.add(spec.run_id)
+            if spec.run_id not in f.not_run:
+                f.not_run.append(spec.run_id)
+            return True
+        if f is not None and f.stopped and spec.run_id not in f.not_run:
+            f.not_run.append(spec.run_id)
+        st = self.states.get(key)
         if st is None or st.stopped is None:
             return False
         self._done.add(spec.run_id)
@@ -156,9 +241,13 @@ class StopTracker(AutoChooser):
         repetition of its benchmark x method (on a cluster) waits for it, so the
         decisions are those of the plan's order, as ``--resume`` replays them."""
         self._done.add(spec.run_id)
+        failed_now = self._count(spec, record)
         st = self.states.get(stop_key(spec.benchmark, spec.method))
         if st is None:
-            return False
+            return failed_now
+        if failed_now and st.stopped is None:  # no run decides a benchmark that does not run
+            st.stopped = "failed"
+            return True
         if st.stopped is not None:  # finished after its rule stopped (a cluster)
             st.passed.add(spec.rep)
             return False
@@ -405,7 +494,14 @@ class StopTracker(AutoChooser):
         """Feed the runs already finished, in plan order (``--resume``)."""
         for spec in self.plan:
             st = self.states.get(stop_key(spec.benchmark, spec.method))
-            if st is not None and st.stopped is not None:
+            if st is None:  # not measured until sure: only its failures count
+                if self.failed_out(spec):
+                    self.skips(spec)
+                elif spec.run_id in finished:
+                    record = self.store.read_run(spec.run_id)
+                    if record is not None:
+                        self.observe(spec, record)
+            elif st.stopped is not None:
                 if spec.run_id in finished:  # ran after its rule stopped it (a cluster)
                     self._done.add(spec.run_id)
                     st.passed.add(spec.rep)

@@ -64,6 +64,9 @@ class ExperimentSummary:
     notes: list[str] = field(default_factory=list)
     # adaptive experiments: planned runs left out because their benchmark x method stopped
     stopped_early: int = 0
+    # planned runs not run because their benchmark x method's first runs all failed
+    # (docs/results.md, "Runs that fail")
+    not_run: int = 0
     adaptive: bool = False
     # runs not started because the next one would have ended after the deadline
     out_of_time: int = 0
@@ -313,7 +316,10 @@ def _run_locked(
                         summary.out_of_time += 1
                         continue
                     if tracker.skips(spec):  # its benchmark x method has stopped
-                        summary.stopped_early += 1
+                        if tracker.failed_out(spec):
+                            summary.not_run += 1
+                        else:
+                            summary.stopped_early += 1
                         run_skipped = getattr(observer, "run_skipped", None)
                         if run_skipped is not None:
                             run_skipped(spec)
@@ -337,6 +343,7 @@ def _run_locked(
             summary.interrupted = True
         finally:
             tracker.write()
+            summary.notes += tracker.failure_notes()
             summary.adaptive = tracker.active
             executor.end_experiment()
             run_teardown_command(exp.teardown, base_dir)

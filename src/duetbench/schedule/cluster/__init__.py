@@ -144,17 +144,17 @@ def _run_cluster_locked(
                     client, exp, store, plan_all, todo, observer, session, address, wait_s
                 )
                 tracker = StopTracker.for_experiment(store, exp, plan_all)
-                if tracker.active:
-                    if priors is not None:
-                        tracker.use_priors(*priors)
-                    tracker.replay(set(finished))
-                    tracker.write()
-                    coord.tracker = tracker
-                    summary.adaptive = True
+                if tracker.active and priors is not None:
+                    tracker.use_priors(*priors)
+                tracker.replay(set(finished))  # also counts failed runs (docs/results.md)
+                tracker.write()
+                coord.tracker = tracker
+                summary.adaptive = tracker.active
                 try:
                     _coordinate(coord, plan, summary)
                 finally:
                     tracker.write()
+                    summary.notes += tracker.failure_notes()
         except KeyboardInterrupt:
             if summary is not None:
                 summary.interrupted = True

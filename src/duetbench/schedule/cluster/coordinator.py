@@ -175,7 +175,10 @@ class Coordinator:
             spec = self.pending[i]
             if self.tracker is not None and self.tracker.skips(spec):  # its rule stopped it
                 self.pending.pop(i)
-                self.summary.stopped_early += 1
+                if self.tracker.failed_out(spec):  # its first runs all failed
+                    self.summary.not_run += 1
+                else:
+                    self.summary.stopped_early += 1
                 run_skipped = getattr(self.observer, "run_skipped", None)
                 if run_skipped is not None:
                     run_skipped(spec)
