@@ -250,6 +250,7 @@ STANDALONE = (
     "micro/handshake.py",
     "micro/apart.py",
     "micro/cpuswap.py",
+    "micro/sampling.py",
     "sync/pyperf_shim/sitecustomize.py",
 )
 #: What a benchmark's interpreter loads from the package (on its path, maybe mounted into

@@ -7,7 +7,8 @@
 
 Standard library only, Python >= 3.8: it runs under the interpreter of each
 side (a virtual environment without duetbench), and loads its helpers
-(``calibration.py``, ``discovery.py``, ``handshake.py``, ``apart.py``, ``cpuswap.py``) from its own directory
+(``calibration.py``, ``discovery.py``, ``handshake.py``, ``apart.py``, ``cpuswap.py``,
+``sampling.py``) from its own directory
 by path. The side's ``--path`` directories go first on ``sys.path``; the
 worker's own directory is removed from it, so nothing here shadows user code.
 
@@ -38,25 +39,15 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
-import signal
 import sys
 import time
 import traceback
 from typing import Any, TextIO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FORMAT_VERSION = 1
-SAMPLES_FILE = "micro-samples.csv"
-META_FILE = "micro-meta.json"
 ERROR_FILE = "micro-error.json"
-COLUMNS = ("sample", "phase", "start_ns", "end_ns", "total_ns", "evaluations", "cpu_ns", "runq_ns")
-#: in-process pairs (``--pair-target``): every row also names its side
-PAIRED_COLUMNS = COLUMNS + ("side",)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HANDSHAKE, EXIT_SKIPPED = 0, 1, 2, 3, 4
-DEFAULT_SAMPLES = 100
-DEFAULT_WARMUP = 1
-_HELPERS = ("calibration", "discovery", "handshake", "apart", "cpuswap")
+_HELPERS = ("calibration", "discovery", "handshake", "apart", "cpuswap", "sampling")
 
 
 def _load_helpers() -> dict[str, Any]:
@@ -75,8 +66,8 @@ def _load_helpers() -> dict[str, Any]:
     return loaded
 
 
-class Timeout(Exception):
-    """A step ran longer than the benchmark's timeout."""
+#: the sampling loop and its files, shared with the pytest plugin's sides (``sampling.py``)
+sampling = _load_helpers()["sampling"]
 
 
 class Context:
@@ -98,9 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", help="the benchmark's name (as --list shows it)")
     p.add_argument("--path", action="append", default=[], help="put DIR first on sys.path")
     p.add_argument("--evaluations", type=int, help="evaluations per sample (no calibration)")
-    p.add_argument("--samples", type=int, help=f"measured samples (default {DEFAULT_SAMPLES})")
+    p.add_argument(
+        "--samples", type=int, help=f"measured samples (default {sampling.DEFAULT_SAMPLES})"
+    )
     p.add_argument("--budget", type=float, help="stop after this many seconds of samples")
-    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up samples")
+    p.add_argument("--warmup", type=int, default=sampling.DEFAULT_WARMUP, help="warm-up samples")
     p.add_argument("--keep-gc", action="store_true", help="leave the GC on during samples")
     p.add_argument("--min-sample-time", type=float, default=0.001, help="seconds (default 1 ms)")
     p.add_argument("--resolution-multiple", type=int, default=1000)
@@ -162,109 +155,6 @@ def _set_path(paths: list[str], extra: list[str]) -> None:
     sys.path[:0] = front
 
 
-def _python_info() -> dict[str, Any]:
-    clock = time.get_clock_info("perf_counter")
-    return {
-        "executable": sys.executable,
-        "implementation": platform.python_implementation(),
-        "version": platform.python_version(),
-        "perf_counter": {"implementation": clock.implementation, "resolution": clock.resolution},
-    }
-
-
-def _write_json(directory: str, name: str, doc: dict[str, Any]) -> None:
-    path = os.path.join(directory, name)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-class _Alarm:
-    """``with _Alarm(seconds):`` raises :class:`Timeout` in the block after ``seconds``."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds if seconds and hasattr(signal, "setitimer") else None
-
-    def __enter__(self) -> None:
-        if self.seconds is not None:
-            signal.signal(signal.SIGALRM, self._fire)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.seconds is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-    def _fire(self, signum: int, frame: Any) -> None:
-        raise Timeout(f"took longer than the benchmark's timeout of {self.seconds:g} s")
-
-
-class CpuClock:
-    """The process's CPU time and this thread's scheduler run delay, read around a sample
-    (outside its timed part). The run delay comes from ``/proc/thread-self/schedstat``,
-    kept open and re-read with ``pread`` (about 1 us); None where it does not exist."""
-
-    def __init__(self) -> None:
-        self.fd: int | None = None
-        try:
-            self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-        except (OSError, AttributeError):
-            self.fd = None
-
-    def read(self) -> tuple[int, int | None]:
-        """(CPU ns of the process, run delay ns of this thread or None)."""
-        delay = None
-        if self.fd is not None:
-            try:
-                delay = int(os.pread(self.fd, 128, 0).split()[1])
-            except (OSError, ValueError, IndexError):
-                delay = None
-        return time.process_time_ns(), delay
-
-    @staticmethod
-    def spent(before: tuple[int, int | None], after: tuple[int, int | None]) -> tuple[int, Any]:
-        """(CPU ns, run delay ns or None) between two reads."""
-        delay = None
-        if before[1] is not None and after[1] is not None:
-            delay = max(0, after[1] - before[1])
-        return max(0, after[0] - before[0]), delay
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-class _Samples:
-    """micro-samples.csv, one row per sample, flushed per row (``paired``: with the side)."""
-
-    def __init__(self, directory: str, paired: bool = False) -> None:
-        self.file = open(os.path.join(directory, SAMPLES_FILE), "w", encoding="utf-8", buffering=1)
-        self.file.write(",".join(PAIRED_COLUMNS if paired else COLUMNS) + "\n")
-        self.index: dict[str, int] = {}
-
-    def row(
-        self,
-        phase: str,
-        start_ns: int,
-        total_ns: int,
-        evaluations: int,
-        side: str = "",
-        spent: tuple[int, Any] | None = None,
-    ) -> None:
-        end_ns = start_ns + total_ns
-        index = self.index.get(side, 0)
-        self.index[side] = index + 1
-        cpu, delay = spent if spent is not None else ("", None)
-        text = f"{index},{phase},{start_ns},{end_ns},{total_ns},{evaluations},{cpu},"
-        text += "" if delay is None else str(delay)
-        self.file.write(text + (f",{side}\n" if side else "\n"))
-
-    def close(self) -> None:
-        self.file.close()
-
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -295,7 +185,7 @@ def report_failure(ctx: Context, phase: str, error: BaseException, status: int) 
     sys.stderr.flush()
     if ctx.output:
         doc = {
-            "format": FORMAT_VERSION,
+            "format": sampling.FORMAT_VERSION,
             "side": ctx.side,
             "target": ctx.target,
             "benchmark": bench,
@@ -308,7 +198,7 @@ def report_failure(ctx: Context, phase: str, error: BaseException, status: int) 
             "traceback": text,
         }
         try:
-            _write_json(ctx.output, ERROR_FILE, doc)
+            sampling.write_json(ctx.output, ERROR_FILE, doc)
         except OSError as exc:
             sys.stderr.write(f"duet micro worker: cannot write {ERROR_FILE}: {exc}\n")
     return status
@@ -318,10 +208,10 @@ def _usage(ctx: Context, message: str) -> int:
     sys.stderr.write(f"duet micro worker: side {ctx.side}: {message}\n")
     if ctx.output:
         try:
-            doc = {"format": FORMAT_VERSION, "side": ctx.side, "target": ctx.target}
+            doc = {"format": sampling.FORMAT_VERSION, "side": ctx.side, "target": ctx.target}
             doc.update(benchmark=ctx.benchmark, phase="usage", status="failed")
             doc.update(summary=f"side {ctx.side}: {message}", last_line=message)
-            _write_json(ctx.output, ERROR_FILE, doc)
+            sampling.write_json(ctx.output, ERROR_FILE, doc)
         except OSError:
             pass
     return EXIT_USAGE
@@ -349,7 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         _set_path(args.path, discovery.search_path(target))
         if args.list:
             found = discovery.discover(target)
-            doc = {"format": FORMAT_VERSION, "target": args.target, "python": _python_info()}
+            doc = {
+                "format": sampling.FORMAT_VERSION,
+                "target": args.target,
+                "python": sampling.python_info(),
+            }
             doc["benchmarks"] = [f.to_json() for f in found]
             out.write(json.dumps(doc) + "\n")
             out.flush()
@@ -394,7 +288,7 @@ def _measure(
     bench = _select(h, discovery.discover(target, only=args.benchmark), args.benchmark, args.target)
     ctx.benchmark = bench.name
     timeout = args.timeout or bench.timeout_s
-    with _Alarm(timeout):
+    with sampling.Alarm(timeout):
         prepared = discovery.prepare(bench)
     settings = cal_mod.Settings(
         min_sample_ns=round(args.min_sample_time * 1e9),
@@ -403,16 +297,16 @@ def _measure(
         max_evaluations=args.max_evaluations,
     )
     disable_gc = not args.keep_gc
-    samples = None if args.calibrate_only else _Samples(ctx.output)
+    samples = None if args.calibrate_only else sampling.Samples(ctx.output)
     fn = prepared.fn
 
-    clock = CpuClock()
+    clock = sampling.CpuClock()
 
     def sampler(f: Any, k: int) -> int:
         start = time.time_ns()
         before = clock.read()
         try:
-            with _Alarm(timeout):
+            with sampling.Alarm(timeout):
                 elapsed = cal_mod.time_sample(f, k, time.perf_counter_ns, disable_gc)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt) or f is not fn:
@@ -429,194 +323,37 @@ def _measure(
         disable_gc=disable_gc,
         sampler=sampler,
     )
-    info = {"format": FORMAT_VERSION, "side": ctx.side, "target": args.target}
-    info.update(benchmark=bench.to_json(), python=_python_info())
+    info = {"format": sampling.FORMAT_VERSION, "side": ctx.side, "target": args.target}
+    info.update(benchmark=bench.to_json(), python=sampling.python_info())
     info["calibration"] = calibration.to_json()
     if args.calibrate_only:
         out.write(json.dumps(info) + "\n")
         out.flush()
         return EXIT_OK
     assert samples is not None and ctx.output is not None
-    total = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
+    total = args.samples if args.samples is not None or args.budget else sampling.DEFAULT_SAMPLES
     info.update(gc_disabled=disable_gc, warmup=args.warmup, samples=total, budget_s=args.budget)
     info.update(paths=[os.path.abspath(p) for p in args.path], pid=os.getpid())
     info["handshake"] = handshake is not None
     info["start_ns"] = time.time_ns()
     swap = h["cpuswap"].CpuSwap.from_env(os.environ, args.swap_every)
-    _write_json(ctx.output, META_FILE, info)
+    sampling.write_json(ctx.output, sampling.META_FILE, info)
     try:
         fn, evaluations = prepared.fn, calibration.evaluations
-        _sample_loop(args, h, samples, fn, evaluations, timeout, handshake, swap)
+        sampling.sample_loop(args, h, samples, fn, evaluations, timeout, handshake, swap)
     finally:
         samples.close()
         if swap is not None:
             info["cpu_swap"] = swap.to_json()
-            _write_json(ctx.output, META_FILE, info)
+            sampling.write_json(ctx.output, sampling.META_FILE, info)
         if handshake is not None:
             try:
                 handshake.done()  # release the other side now; the executor would tell it later
             except h["handshake"].HandshakeError:
                 pass
-    with _Alarm(timeout):
+    with sampling.Alarm(timeout):
         prepared.teardown()
     return EXIT_OK
-
-
-def _sample_loop(
-    args: argparse.Namespace,
-    h: dict[str, Any],
-    samples: _Samples,
-    fn: Any,
-    evaluations: int,
-    timeout: float | None,
-    handshake: Any,
-    swap: Any = None,
-    prepare: Any = None,
-) -> None:
-    """``prepare``: called before each sample (before its handshake, untimed), returns the
-    callable that sample times (pytest-benchmark's ``pedantic(setup=...)``)."""
-    cpu_clock = CpuClock()
-    try:
-        _take_samples(
-            args, h, samples, fn, evaluations, timeout, handshake, swap, prepare, cpu_clock
-        )
-    finally:
-        cpu_clock.close()
-
-
-def _take_samples(
-    args: argparse.Namespace,
-    h: dict[str, Any],
-    samples: _Samples,
-    fn: Any,
-    evaluations: int,
-    timeout: float | None,
-    handshake: Any,
-    swap: Any,
-    prepare: Any,
-    cpu_clock: CpuClock,
-) -> None:
-    time_sample = h["calibration"].time_sample
-    failure = h["discovery"].UserCodeFailure
-    limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
-    budget_ns = None if args.budget is None else round(args.budget * 1e9)
-    disable_gc = not args.keep_gc
-    clock = time.perf_counter_ns
-    begin = None
-    measured = warmed = 0
-    while True:
-        warmup = warmed < args.warmup
-        if not warmup:
-            if limit is not None and measured >= limit:
-                break
-            if budget_ns is not None and begin is not None and clock() - begin >= budget_ns:
-                break
-        timed = fn
-        if prepare is not None:
-            try:
-                with _Alarm(timeout):
-                    timed = prepare()
-            except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                raise failure("setup", exc) from exc
-        if handshake is not None:
-            handshake.wait()
-        if swap is not None:  # after the go: both sides of a sduet cross a period together
-            swap.place()
-        if not warmup and begin is None:
-            begin = clock()
-        start = time.time_ns()
-        before = cpu_clock.read()
-        try:
-            with _Alarm(timeout):
-                elapsed = time_sample(timed, evaluations, clock, disable_gc)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            raise failure("sample", exc) from exc
-        spent = cpu_clock.spent(before, cpu_clock.read())
-        samples.row("warmup" if warmup else "sample", start, elapsed, evaluations, spent=spent)
-        if warmup:
-            warmed += 1
-        else:
-            measured += 1
-
-
-def sample_callable(
-    fn: Any,
-    evaluations: int,
-    output: str,
-    meta: dict[str, Any],
-    *,
-    samples: int | None = None,
-    budget_s: float | None = None,
-    warmup: int = DEFAULT_WARMUP,
-    keep_gc: bool = False,
-    timeout: float | None = None,
-    swap_every: float = 0.0,
-    prepare: Any = None,
-    environ: Any = None,
-    swap: Any = None,
-    say_done: bool = True,
-) -> None:
-    """One run's samples of ``fn`` (``evaluations`` calls each) into ``output``, exactly as
-    the worker takes them -- the handshake of a synchronous duet and the CPU swap from
-    ``environ`` (default ``os.environ``), the CPU time and run delay of every sample --
-    for code that times a callable in its own process (duetbench's pytest plugin).
-
-    ``meta``: the benchmark's part of micro-meta.json (``side``, ``target``, ``benchmark``,
-    ``calibration``); the interpreter and the sampling settings are added here. Raises
-    the worker's ``UserCodeFailure`` (``_load_helpers()["discovery"]``) when ``fn`` or
-    ``prepare`` raises, after telling the coordinator ``done``.
-
-    A process that samples several callables one after the other (a pytest session of
-    many benchmark tests) passes ``say_done=False`` to all but its last, and one ``swap``
-    (:func:`cpu_swap`) to all of them: a side that says ``done`` takes no more samples in
-    lockstep.
-    """
-    h = _load_helpers()
-    env = os.environ if environ is None else environ
-    handshake = h["handshake"].Handshake.from_env(env)
-    if swap is None:
-        swap = h["cpuswap"].CpuSwap.from_env(env, swap_every)
-    total = samples if samples is not None or budget_s else DEFAULT_SAMPLES
-    info = {"format": FORMAT_VERSION, **meta, "python": _python_info()}
-    info.update(gc_disabled=not keep_gc, warmup=warmup, samples=total, budget_s=budget_s)
-    info.update(pid=os.getpid(), handshake=handshake is not None, start_ns=time.time_ns())
-    os.makedirs(output, exist_ok=True)
-    _write_json(output, META_FILE, info)
-    options = argparse.Namespace(samples=samples, budget=budget_s, warmup=warmup, keep_gc=keep_gc)
-    rows = _Samples(output)
-    try:
-        _sample_loop(options, h, rows, fn, evaluations, timeout, handshake, swap, prepare)
-    finally:
-        rows.close()
-        if swap is not None:
-            info["cpu_swap"] = swap.to_json()
-            _write_json(output, META_FILE, info)
-        if handshake is not None and say_done:
-            try:
-                handshake.done()
-            except h["handshake"].HandshakeError:
-                pass
-
-
-def cpu_swap(environ: Any, period_s: float) -> Any:
-    """The CPU swap the executor asked for (``DUET_CPU_SWAP``), or None."""
-    return _load_helpers()["cpuswap"].CpuSwap.from_env(environ, period_s)
-
-
-def say_done(environ: Any) -> None:
-    """Tell the coordinator of a synchronous duet that this side takes no more samples
-    (nothing outside one)."""
-    h = _load_helpers()
-    handshake = h["handshake"].Handshake.from_env(environ)
-    if handshake is not None:
-        try:
-            handshake.done()
-        except h["handshake"].HandshakeError:
-            pass
 
 
 # --------------------------------------------------------------------------- in-process pairs
@@ -633,7 +370,7 @@ def _load_side(
     roots = [os.path.abspath(p) for p in paths] + [os.path.abspath(p) for p in own]
     bench = _select(h, discovery.discover(target, only=name), name, text)
     ctx.benchmark = bench.name
-    with _Alarm(bench.timeout_s):
+    with sampling.Alarm(bench.timeout_s):
         prepared = discovery.prepare(bench)
     return h["apart"].Loaded(side, bench, prepared, roots, list(sys.path))
 
@@ -685,9 +422,9 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
         evaluations = cal_mod.calibrate_callable(
             a.prepared.fn, settings=settings, disable_gc=disable_gc
         ).evaluations
-    samples = _Samples(ctx.output, paired=True)
-    info: dict[str, Any] = {"format": FORMAT_VERSION, "side": "A+B", "target": args.target}
-    info.update(benchmark=a.bench.to_json(), python=_python_info(), inproc=True)
+    samples = sampling.Samples(ctx.output, paired=True)
+    info: dict[str, Any] = {"format": sampling.FORMAT_VERSION, "side": "A+B", "target": args.target}
+    info.update(benchmark=a.bench.to_json(), python=sampling.python_info(), inproc=True)
     info["pair"] = {
         "target": args.pair_target,
         "benchmark": b.bench.to_json(),
@@ -698,13 +435,13 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
     info.update(gc_disabled=disable_gc, warmup=args.warmup, budget_s=args.budget)
     info.update(paths=[os.path.abspath(p) for p in args.path], pid=os.getpid())
     info.update(samples=args.samples, handshake=False, start_ns=time.time_ns())
-    _write_json(ctx.output, META_FILE, info)
+    sampling.write_json(ctx.output, sampling.META_FILE, info)
     time_sample = cal_mod.time_sample
     failure = h["discovery"].UserCodeFailure
-    limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
+    limit = args.samples if args.samples is not None or args.budget else sampling.DEFAULT_SAMPLES
     budget_ns = None if args.budget is None else round(args.budget * 1e9)
     clock = time.perf_counter_ns
-    cpu_clock = CpuClock()
+    cpu_clock = sampling.CpuClock()
     begin = None
     pairs = 0
     try:
@@ -723,7 +460,7 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
                 start = time.time_ns()
                 before = cpu_clock.read()
                 try:
-                    with _Alarm(timeout):
+                    with sampling.Alarm(timeout):
                         elapsed = time_sample(side.prepared.fn, evaluations, clock, disable_gc)
                 except BaseException as exc:
                     if isinstance(exc, KeyboardInterrupt):
@@ -737,7 +474,7 @@ def _measure_pair(args: argparse.Namespace, h: dict[str, Any], ctx: Context) -> 
         samples.close()
     for side in sides:
         enter(side)
-        with _Alarm(args.timeout or side.bench.timeout_s):
+        with sampling.Alarm(args.timeout or side.bench.timeout_s):
             side.prepared.teardown()
     return EXIT_OK
 

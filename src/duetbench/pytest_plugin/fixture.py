@@ -11,7 +11,7 @@ with the results. What a call does depends on the session's mode (``STATE.mode``
 - ``calibrate`` (a side's first process under ``--duet-*``): calibrates the call as
   duet micro's worker does (docs/micro.md, "Calibration") and records it;
 - ``run`` (a side's process in one run of the duet): takes the run's samples through
-  the micro worker's own sampling (:func:`duetbench.micro.worker.sample_callable`: the
+  the micro worker's own sampling (:func:`duetbench.micro.sampling.sample_callable`: the
   handshake of a synchronous duet, the CPU swap, each sample's CPU time and run delay)
   into ``$DUET_OUTPUT_DIR``.
 
@@ -52,8 +52,11 @@ def _load_worker() -> ModuleType:
 
 
 worker = _load_worker()
-#: the worker's calibration module (the protocol of docs/micro.md, "Calibration")
-cal = worker._load_helpers()["calibration"]
+#: the worker's helpers: its calibration (the protocol of docs/micro.md, "Calibration")
+#: and its sampling loop
+helpers = worker._load_helpers()
+cal = helpers["calibration"]
+sampling = helpers["sampling"]
 
 #: pytest-benchmark's defaults for a single side
 DEFAULT_MAX_TIME = 1.0
@@ -327,23 +330,26 @@ class BenchmarkFixture:
             "extra_info": _plain(self.extra_info),
         }
         if self.state.swap is None:
-            self.state.swap = worker.cpu_swap(os.environ, float(ins.get("swap_every") or 0.0))
-        failure = worker._load_helpers()["discovery"].UserCodeFailure
+            self.state.swap = sampling.cpu_swap(
+                helpers, os.environ, float(ins.get("swap_every") or 0.0)
+            )
+        failure = helpers["discovery"].UserCodeFailure
         ctx = worker.Context(side, self.fullname, test["name"])
         ctx.output = output
         try:
-            worker.sample_callable(
+            sampling.sample_callable(
+                helpers,
                 fn,
                 evaluations,
                 output,
                 meta,
                 samples=int(test["samples"]),
-                warmup=int(ins.get("warmup", worker.DEFAULT_WARMUP)),
+                warmup=int(ins.get("warmup", sampling.DEFAULT_WARMUP)),
                 keep_gc=bool(ins.get("keep_gc", False)),
                 timeout=ins.get("timeout"),
                 prepare=prepare,
                 swap=self.state.swap,
-                say_done=False,  # the side says done after its last test (side.py)
+                last=False,  # the side says done after its last test (side.py)
             )
         except failure as exc:  # the function raised: micro-error.json says so, the test fails
             worker.report_failure(ctx, exc.phase, exc.error, worker.EXIT_FAILED)

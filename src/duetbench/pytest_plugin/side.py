@@ -138,7 +138,7 @@ class SidePlugin:
                 doc = {"format": 1, "side": side, "phase": phase, "status": "failed",
                        "summary": message, "last_line": message}  # fmt: skip
                 write_json(error, doc)
-        fixture.worker.say_done(os.environ)
+        fixture.sampling.say_done(fixture.helpers, os.environ)
         if session is not None:
             pytest.exit(f"duet: this side's run broke off: {self.broken}", returncode=BROKEN_OFF)
 
@@ -173,7 +173,7 @@ class SidePlugin:
             write_json(str(self.ins["out"]), doc)
             return
         if self.broken is None:  # the last sample of the last test was taken
-            fixture.worker.say_done(os.environ)
+            fixture.sampling.say_done(fixture.helpers, os.environ)
 
 
 class SinglePlugin:
