@@ -113,8 +113,9 @@ def test_worker_and_parser_agree_on_the_file_format() -> None:
     assert spec is not None and spec.loader is not None
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
-    for name in ("SAMPLES_FILE", "META_FILE", "ERROR_FILE", "COLUMNS", "FORMAT_VERSION"):
-        assert getattr(worker, name) == getattr(micro_format, name), name
+    assert worker.ERROR_FILE == micro_format.ERROR_FILE
+    for name in ("SAMPLES_FILE", "META_FILE", "COLUMNS", "PAIRED_COLUMNS", "FORMAT_VERSION"):
+        assert getattr(worker.sampling, name) == getattr(micro_format, name), name
 
 
 # ------------------------------------------------------------------ discovery
