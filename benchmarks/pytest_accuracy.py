@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "micro"
 VARIANTS = {"aa": 1.0, "p10": 1.10, "x2": 2.0}
 
-SUITE = '''
+SUITE = """
 import knownver
 import pytest
 
@@ -81,14 +81,16 @@ def test_pedantic_rounds(benchmark, variant):
 @pytest.mark.parametrize("variant", ["aa", "p10", "x2"])
 def test_fixtures(benchmark, function_of, work, variant):
     benchmark(function_of(variant + "_100us"))
-'''
+"""
 
 #: test kind -> the function size it times
 SIZES = {"call": "100us", "pedantic_one": "100us", "pedantic_rounds": "5ms", "fixtures": "100us"}
 
 
 def load(version: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"knownver_{version}", EXAMPLE / version / "knownver.py")
+    spec = importlib.util.spec_from_file_location(
+        f"knownver_{version}", EXAMPLE / version / "knownver.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -150,7 +152,9 @@ def kind_and_variant(name: str) -> tuple[str, str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--tries", type=int, default=3)
     ap.add_argument("--conditions", default="quiet,one")
     ap.add_argument("--budget", default="60s")
@@ -186,22 +190,30 @@ def main() -> None:
                 )
     summarize(records)
     if args.json:
-        doc = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        doc = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                "load": os.getloadavg(), "budget": args.budget, "references": refs, "records": records}  # fmt: skip
         args.json.write_text(json.dumps(doc, indent=1))
 
 
 def summarize(records: list[dict[str, Any]]) -> None:
-    print("\n| condition | test | ratio | reference (median of tries) | measured (tries) | worst error | within 3 % |")
+    print(
+        "\n| condition | test | ratio | reference (median of tries) | measured (tries) | worst error | within 3 % |"
+    )
     print("|---|---|---|---|---|---|---|")
     keys = sorted({(r["condition"], r["kind"], r["variant"]) for r in records})
     for condition, kind, variant in keys:
-        rs = [r for r in records if (r["condition"], r["kind"], r["variant"]) == (condition, kind, variant)]
+        rs = [
+            r
+            for r in records
+            if (r["condition"], r["kind"], r["variant"]) == (condition, kind, variant)
+        ]
         ref = statistics.median(r["reference"] for r in rs)
         measured = ", ".join(f"{r['measured']:.3f}" for r in rs)
         worst = max((r["error"] for r in rs), key=abs)
         within = sum(abs(r["error"]) <= 0.03 for r in rs)
-        print(f"| {condition} | {kind} | {VARIANTS[variant]:.2f}x | {ref:.3f} | {measured} | {worst:+.1%} | {within} of {len(rs)} |")
+        print(
+            f"| {condition} | {kind} | {VARIANTS[variant]:.2f}x | {ref:.3f} | {measured} | {worst:+.1%} | {within} of {len(rs)} |"
+        )
 
 
 if __name__ == "__main__":

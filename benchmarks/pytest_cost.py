@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "micro"
 FUNCTIONS = [f"{v}_{s}" for s in ("100us", "5us", "5ms") for v in ("aa", "p1", "p3", "p10", "x2")]
 
-PLAIN = '''
+PLAIN = """
 import knownver
 import pytest
 
@@ -49,9 +49,9 @@ NAMES = {names!r}
 @pytest.mark.parametrize("name", NAMES, ids=[f"{{n}}-{{i}}" for i, n in enumerate(NAMES)])
 def test_call(benchmark, name):
     benchmark(getattr(knownver, name))
-'''
+"""
 
-MIXED = '''
+MIXED = """
 import time
 import knownver
 import pytest
@@ -77,7 +77,7 @@ def test_pedantic_once(benchmark, name):
 def test_pedantic_setup(benchmark, name):
     fn = getattr(knownver, name)
     benchmark.pedantic(lambda x: fn(), setup=lambda: ((1,), {{}}), rounds=30)
-'''
+"""
 
 
 def write_suite(root: Path, text: str) -> Path:
@@ -90,10 +90,14 @@ def write_suite(root: Path, text: str) -> Path:
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
     start = time.monotonic()
-    done = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    done = subprocess.run(
+        cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True
+    )
     wall = time.monotonic() - start
     if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+        )
     return wall, done.stdout
 
 
@@ -110,7 +114,9 @@ def pytest_benchmark(root: Path) -> float:
     return total
 
 
-def duet(root: Path, budget: str, a: str = "v_a", b: str = "v_b", threshold: str = "0") -> tuple[float, dict[str, Any], str]:
+def duet(
+    root: Path, budget: str, a: str = "v_a", b: str = "v_b", threshold: str = "0"
+) -> tuple[float, dict[str, Any], str]:
     report = root / "v.json"
     wall, out = timed(
         [sys.executable, "-m", "pytest", "suite", "-p", "no:cacheprovider", "--duet-a", a,
@@ -147,7 +153,10 @@ def part_budget(budgets: list[int]) -> list[dict[str, Any]]:
             wall, doc, design = duet(root, f"{budget}s")
         row = {"budget_s": budget, "wall_s": wall, "ratio": wall / budget,
                "runs": sorted({r["runs"] for r in doc["rows"]}), "design": design}  # fmt: skip
-        print(f"budget {budget} s: session {wall:.1f} s, ratio {wall / budget:.2f}; {design}", flush=True)
+        print(
+            f"budget {budget} s: session {wall:.1f} s, ratio {wall / budget:.2f}; {design}",
+            flush=True,
+        )
         out.append(row)
     return out
 
@@ -162,7 +171,10 @@ def part_aa(tests: int, sessions: int) -> dict[str, Any]:
             wall, doc, design = duet(root, "60s", a="v_b", b="v_b copy")
         said = [str(r["verdict"]) for r in doc["rows"]]
         alarms = sum(v in ("slower", "faster") for v in said)
-        print(f"A/A session {s}: {alarms} of {len(said)} tests said slower or faster; {design}", flush=True)
+        print(
+            f"A/A session {s}: {alarms} of {len(said)} tests said slower or faster; {design}",
+            flush=True,
+        )
         verdicts += said
     alarms = sum(v in ("slower", "faster") for v in verdicts)
     print(f"A/A: {alarms} of {len(verdicts)} ({alarms / len(verdicts):.1%})")
@@ -170,7 +182,9 @@ def part_aa(tests: int, sessions: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--parts", default="cost,budget,aa")
     ap.add_argument("--sizes", default="10,20,50")
     ap.add_argument("--budgets", default="30,60,120")
@@ -182,7 +196,7 @@ def main() -> None:
     if args.quick:
         args.sizes, args.budgets, args.aa_sessions = "10", "30", 1
     parts = args.parts.split(",")
-    doc: dict[str, Any] = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    doc: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                            "load_before": os.getloadavg()}  # fmt: skip
     if "cost" in parts:
         doc["cost"] = part_cost([int(x) for x in args.sizes.split(",")])

@@ -274,3 +274,26 @@ def test_calibration_round_trips_through_json() -> None:
     ]:
         with pytest.raises(ValueError, match=match):
             Calibration.from_json(bad)
+
+
+@pytest.mark.parametrize(
+    ("per_call", "cold", "count"), [(80_000, 3_000_000, 13), (150, 2_000_000, 6667)]
+)
+def test_a_slow_first_call_that_reaches_the_target_alone_does_not_decide_the_count(
+    per_call: int, cold: int, count: int
+) -> None:
+    """An 80 us function whose first call takes 3 ms (a 150 ns one, 2 ms): the first trial
+    reaches the 1 ms target with one evaluation; the confirming trials, far shorter,
+    show the count came from that one slow trial, and the growth starts again."""
+    first = [True]
+
+    def run(n: int) -> int:
+        extra = cold if first[0] else 0
+        first[0] = False
+        return n * per_call + extra
+
+    got, per_eval, trials = tune(
+        run, target_ns=1_000_000, timer_overhead_ns=0, max_evaluations=10**8
+    )
+    assert (got, per_eval) == (count, per_call)
+    assert trials[-1].evaluations == count

@@ -21,7 +21,10 @@ The algorithm, in three steps:
    capped at ``max_evaluations``. Then more trials at that count, each updating
    the estimate and the count, at least ``CONFIRM_TRIALS`` (3) and until the
    last three were all at the final count (at most ``CONFIRM_MAX``, 10): one
-   slow trial (typically the cold first call) does not decide alone.
+   slow trial (typically the cold first call) does not decide alone. A confirming
+   trial shorter than a tenth of the target shows that the count came from a slow
+   trial which reached the target alone (a cold call, a preemption): the growth
+   starts again from it (at most ``REGROWTHS``, 2, times).
 
 A side that is *told* the count (side B is told side A's, so both do equal
 work) still measures the clock and the loop overhead, but tunes nothing.
@@ -58,6 +61,9 @@ RELIABLE_FRACTION = 10
 #: the last CONFIRM_TRIALS were all at the final count, at most CONFIRM_MAX.
 CONFIRM_TRIALS = 3
 CONFIRM_MAX = 10
+#: Times the growth starts again when a confirming trial falls far short of the target
+#: (the count came from one slow trial that reached it alone).
+REGROWTHS = 2
 #: Samples of the empty function taken to estimate the loop's cost per evaluation.
 OVERHEAD_SAMPLES = 5
 #: Warn when the loop's cost per evaluation exceeds this fraction of the function's.
@@ -243,22 +249,43 @@ def tune(
 ) -> tuple[int, float, tuple[Trial, ...]]:
     """(evaluations, estimated ns per evaluation, trials): step 3 of the module docstring."""
     trials: list[Trial] = []
-    n = 1
-    while True:  # grow until a trial reaches the target
-        elapsed = run(n)
-        trials.append(Trial(n, elapsed))
-        if elapsed >= target_ns or n >= max_evaluations:
-            break
-        per = max(elapsed - timer_overhead_ns, 1.0) / n
-        wanted = math.ceil(target_ns / per)
-        n = min(max_evaluations, max(GROWTH_MIN * n, min(GROWTH_MAX * n, wanted)))
-    count, per_eval = _count(trials, target_ns, timer_overhead_ns, max_evaluations)
-    for confirmed in range(1, CONFIRM_MAX + 1):  # one slow trial must not decide
-        trials.append(Trial(count, run(count)))
+
+    def grow(n: int) -> None:  # until a trial reaches the target
+        while True:
+            elapsed = run(n)
+            trials.append(Trial(n, elapsed))
+            if elapsed >= target_ns or n >= max_evaluations:
+                return
+            per = max(elapsed - timer_overhead_ns, 1.0) / n
+            wanted = math.ceil(target_ns / per)
+            n = min(max_evaluations, max(GROWTH_MIN * n, min(GROWTH_MAX * n, wanted)))
+
+    grow(1)
+    for regrowth in range(REGROWTHS + 1):
         count, per_eval = _count(trials, target_ns, timer_overhead_ns, max_evaluations)
-        last = trials[-CONFIRM_TRIALS:]
-        if confirmed >= CONFIRM_TRIALS and all(t.evaluations == count for t in last):
+        short = False
+        for confirmed in range(1, CONFIRM_MAX + 1):  # one slow trial must not decide
+            trials.append(Trial(count, run(count)))
+            # a trial at the count far short of the target: the count came from a slow
+            # trial (a cold first call, a preemption) that reached the target alone
+            short = trials[-1].elapsed_ns * RELIABLE_FRACTION < target_ns
+            if short and count < max_evaluations and regrowth < REGROWTHS:
+                break
+            count, per_eval = _count(trials, target_ns, timer_overhead_ns, max_evaluations)
+            last = trials[-CONFIRM_TRIALS:]
+            if confirmed >= CONFIRM_TRIALS and all(t.evaluations == count for t in last):
+                short = False
+                break
+        if not short or count >= max_evaluations:
             break
+        last_trial = trials[-1]
+        per = max(last_trial.elapsed_ns - timer_overhead_ns, 1.0) / last_trial.evaluations
+        grow(
+            min(
+                max_evaluations,
+                max(GROWTH_MIN * count, min(GROWTH_MAX * count, math.ceil(target_ns / per))),
+            )
+        )
     return count, per_eval, tuple(trials)
 
 

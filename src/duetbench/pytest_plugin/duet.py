@@ -35,13 +35,16 @@ import pytest
 
 from ..errors import DuetError
 from .calibrate import Found, Side, calibrate, pytest_argv
-from .design import Design, plan_runs
+from .design import MIN_RUNS, Design, plan_runs
 from .names import ENV, FLAGS, XDIST_OFF
 
 #: seconds kept from the budget for the verdicts at the end: the analysis's modules
 #: (pandas, scipy) load after the last run, not beside the calibration, which would
 #: read the sides' costs high
 VERDICT_RESERVE_S = 2.5
+#: how far past --duet-budget a session may end: only to reach the fewest runs that give
+#: an interval (docs/pytest.md, "Cost")
+BUDGET_TOLERANCE = 0.25
 #: swap CPUs after about this many samples of the slowest test (docs/micro.md, "Placement")
 SWAP_EVERY_S = 0.1
 #: the suite label of the results (the benchmarks are the tests)
@@ -176,11 +179,21 @@ def _env() -> dict[str, str]:
 
 
 def test_names(found: Found) -> dict[str, str]:
-    """node id -> the benchmark's name (unique, usable as a directory name)."""
-    from ..micro.request import bench_name
+    """node id -> the benchmark's name: :func:`short_name` with the brackets of a
+    parameter id as a dash (``test_parse.test_y-10``), whole (no directory is named
+    after it: a test's samples are in ``t000/``, ...), unique."""
+    import re
 
     taken: set[str] = set()
-    return {nodeid: bench_name(short_name(nodeid), taken) for nodeid in found.tests}
+    out = {}
+    for nodeid in found.tests:
+        text = re.sub(r"[\[\]]+", "-", short_name(nodeid)).strip("-") or "test"
+        name, i = text, 2
+        while name in taken:
+            name, i = f"{text}-{i}", i + 1
+        taken.add(name)
+        out[nodeid] = name
+    return out
 
 
 def build_experiment(
@@ -266,6 +279,7 @@ class Outcome:
     interrupted: bool = False
     text: str | None = None  # the verdict table for --duet-report
     error: bool = False  # the session stopped with a message (exit status 2)
+    no_answer: bool = False  # fewer than two usable runs of every test: no interval
 
 
 def _git_toplevel(cwd: Path) -> Path:
@@ -359,18 +373,23 @@ class Session:
         from ..schedule.inline import Deadline, run_experiment
         from ..workflow.runs import runs_not_ok
 
-        at = time.monotonic() + (self.opts.budget_s - self.elapsed() - VERDICT_RESERVE_S)
-        summary = run_experiment(
-            exp,
-            self.opts.output,
-            observer=RichObserver(),
-            deadline=Deadline(at, design.run_s),
+        left = self.opts.budget_s - self.elapsed() - VERDICT_RESERVE_S
+        now = time.monotonic()
+        deadline = Deadline(
+            now + left,
+            design.run_s,
+            floor_runs=MIN_RUNS,  # the fewest that give an interval may use the tolerance
+            late_at=now + left + BUDGET_TOLERANCE * self.opts.budget_s,
         )
+        summary = run_experiment(exp, self.opts.output, observer=RichObserver(), deadline=deadline)
         out = Outcome(root=summary.root, interrupted=summary.interrupted)
+        ran = sum(summary.statuses.values())
         if summary.out_of_time:
+            took = summary.elapsed_s / ran if ran else 0.0
             out.notes.append(
                 f"{summary.out_of_time} planned runs were not started: they would have "
-                "ended after --duet-budget (the machine was slower than the calibration)"
+                f"ended after --duet-budget (a run took {took:.1f} s, {design.run_s:.1f} s "
+                "were planned: the machine was slower than during the calibration)"
             )
         if not summary.interrupted:
             out.runs_failed = bool(runs_not_ok(summary.root, exp, None))
@@ -382,6 +401,8 @@ class Session:
         assert out.root is not None
         table = judge(out.root)
         out.regression = table.slower
+        if not table.rows["runs"].fillna(0).ge(2).any():  # no interval anywhere: say so
+            out.no_answer = True
         self.section("duet: B against A")
         if self.opts.report is None:
             render(table, self.opts.fmt)
@@ -473,6 +494,13 @@ class Controller:
             write(f"note: {note}")
         if out.runs_failed:
             write(f"some runs failed: `duet process {out.root}` says why", red=True)
+        if out.no_answer:
+            write(
+                "duet: error: no test has the two usable runs an interval needs: no verdict "
+                "(see the notes above; a longer --duet-budget, or fewer tests with -k)",
+                red=True,
+                bold=True,
+            )
         return True
 
     @pytest.hookimpl(trylast=True)
@@ -482,7 +510,7 @@ class Controller:
         out = self.outcome
         if out is None:
             return
-        if out.error:
+        if out.error or out.no_answer:
             session.exitstatus = 2
         elif out.interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED

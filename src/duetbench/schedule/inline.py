@@ -76,14 +76,21 @@ class ExperimentSummary:
 class Deadline:
     """Start no run that would end after ``at`` (``time.monotonic()``): a run is expected
     to take as long as the mean of this invocation's runs so far, ``first_run_s`` before
-    the first (the pytest plugin's budget: docs/pytest.md, "Cost")."""
+    the first (the pytest plugin's budget: docs/pytest.md, "Cost"). The first
+    ``floor_runs`` runs -- the fewest that give an answer -- may end as late as
+    ``late_at`` (the tolerance the budget was promised with)."""
 
     at: float
     first_run_s: float
+    floor_runs: int = 0
+    late_at: float | None = None
 
     def allows(self, durations: list[float]) -> bool:
         expected = sum(durations) / len(durations) if durations else self.first_run_s
-        return time.monotonic() + expected <= self.at
+        end = self.at
+        if len(durations) < self.floor_runs and self.late_at is not None:
+            end = max(end, self.late_at)
+        return time.monotonic() + expected <= end
 
 
 def results_root(exp: Experiment, out_dir: str | Path) -> Path:
