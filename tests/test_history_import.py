@@ -321,3 +321,31 @@ def test_a_fifo_inside_a_directory_is_refused_not_waited_for(tmp_path: Path) -> 
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert name in done.stderr and "FIFO (named pipe), not a regular file" in done.stderr
         assert not repo.exists()
+
+
+@pytest.mark.parametrize("name", ["bench.json", "pyperformance.json"])
+def test_the_importer_reads_pyperf_as_duet_run_does(name: str) -> None:
+    """One reader of pyperf's JSON (parse/pyperf.py's read_pyperf_file): what `duet history
+    import` keeps of a file are the values the parser gives `duet run` (per loop, per inner
+    loop), benchmark by benchmark; warm-ups and calibration runs are left out by both."""
+    from duetbench.parse.pyperf import parse_pyperf
+    from duetbench.parse.registry import SideContext
+
+    path = Path(__file__).parent / "fixtures" / "parsers" / "pyperf" / name
+    (run_,) = read(path, "pyperf")
+    ctx = SideContext(
+        side_dir=path.parent,
+        result_files=(Path(name),),
+        pair="A",
+        benchmark="bench",
+        method="aduet",
+    )
+    rows = parse_pyperf(ctx)
+    rows = rows[~rows["filler"]]
+    assert {r.benchmark for r in run_.results} == set(rows["workload"])
+    for result in run_.results:
+        parsed = sorted(rows.loc[rows["workload"] == result.benchmark, "duration_ns"])
+        imported = sorted(result.values_ns)
+        assert len(parsed) == len(imported) == result.samples > 0
+        assert all(abs(p - i) <= 0.5 + 1e-12 * i for p, i in zip(parsed, imported, strict=True))
+        assert math.isclose(result.value_ns, sum(imported) / len(imported))
