@@ -196,6 +196,8 @@ BISECT = ["bisect", "--good", "c0", "--bad", "c1"]
     ("argv", "said"),
     [
         (["run", "tiny.yml", "--last", "5"], "--last does nothing without --repo REPO"),
+        (["run", "tiny.yml", "--versions", "v1"], "--versions does nothing without --repo REPO"),
+        (["run", "tiny.yml", "--git", "."], "--git does nothing without --repo REPO"),
         (["run", "tiny.yml", "--repo", "p.sqlite", "--last", "5"],
          "--last does nothing without a stopping rule"),
         (["gate", "tiny.yml", "--last", "5"], "--last does nothing without --repo REPO"),

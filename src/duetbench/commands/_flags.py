@@ -1,10 +1,12 @@
 """Flags several commands share that are not analysis options (those are ``_options.py``;
 `duet gate` and `duet bisect`'s trees are ``_trees.py``): the results repository, the
-versions an experiment compared, ``--only``, where the sides run; and the rule that a flag
-which does nothing without another is an error (:func:`refuse_unused`).
+versions an experiment compared, ``--last``, ``--format``, ``--only``, ``--keep-unbalanced``,
+durations, where the sides run; and the rule that a flag which does nothing without
+another is an error (:func:`refuse_unused`).
 
-Standard library only (argparse), so that `duet --help` imports nothing heavy; what the
-flags select is read by ``duetbench.workflow`` when a command runs.
+Imports argparse and the base layer only, not even ``options.py`` (its dataclasses add
+about 10 ms to a start: docs/measurements/cli-startup.md); what the flags select is read
+by ``duetbench.workflow`` when a command runs.
 """
 
 from __future__ import annotations

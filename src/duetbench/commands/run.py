@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DuetError, ExitCode
+from ..errors import ExitCode
 from . import SUMMARY
 from ._flags import EXECUTORS, add_run_repo_flags, last_experiments, refuse_unused, split_only
 
@@ -92,11 +92,7 @@ def repo_versions(args: argparse.Namespace, adaptive: bool) -> dict[str, Version
     name them for --repo; with a stopping rule, --repo alone only gives priors."""
     from ..workflow.repository import versions_of
 
-    if not args.repo:
-        if args.versions or args.git:
-            raise DuetError("--versions and --git name versions for --repo REPO")
-        return None
-    if adaptive and not args.versions and args.git is None:
+    if not args.repo or (adaptive and not args.versions and args.git is None):
         return None
     return versions_of(args.versions, args.git)
 
@@ -112,7 +108,14 @@ def run(args: argparse.Namespace) -> int:
     from ..workflow.verdicts import print_after_run
     from ._output import resume_command
 
-    refuse_unused([("--last", args.last, bool(args.repo), "--repo REPO")])
+    refuse_unused(
+        (flag, value, bool(args.repo), "--repo REPO")
+        for flag, value in (
+            ("--last", args.last),
+            ("--versions", args.versions),
+            ("--git", args.git),
+        )
+    )
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
     host_cpus = None if args.cluster else this_host_cpus()
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
