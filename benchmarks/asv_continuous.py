@@ -1,4 +1,4 @@
-"""asv's own verdicts on a real library's asv suite, to set beside duet's (issue 16).
+"""asv's own verdicts on a real library's asv suite, to set beside duet's.
 
 The companion of ``asv_real_suite.py``: the same two cdflib sdists (downloaded with pip,
 a package registry is all it needs), but measured by airspeed velocity itself with

@@ -1,4 +1,4 @@
-"""A real library's own asv suite, unchanged, under `duet micro` (issue 16).
+"""A real library's own asv suite, unchanged, under `duet micro`.
 
 cdflib (pure Python on numpy) ships its asv suite (``asv.conf.json``, ``benchmarks/``)
 in its sdist. This script downloads two released sdists with pip (a package

@@ -27,8 +27,8 @@ and `--resume` do) as:
 all with `until: precise` at an unreachable precision, so each spends the budget. The
 width is that of the chosen method's interval at the stop (`duet compare`'s). Auto is
 compared with the fixed method best on average, in the same try and with the same
-information (the repository's spread, or none): the done-when of issue 26 asks, with a
-repository, for <= 1.10x on average, the worst bursty try <= 1.5x, and no pilot run.
+information (the repository's spread, or none): the goal, with a repository, is
+<= 1.10x on average, the worst bursty try <= 1.5x, and no pilot run.
 """
 
 from __future__ import annotations

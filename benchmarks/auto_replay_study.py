@@ -26,7 +26,7 @@ compare` shows it.
 
 Prints per condition, benchmark and budget: the widths, auto / the best fixed method of
 that try (hindsight, an optimistic comparator), auto / the method best on average over
-the tries, and what auto chose. Goal (issue 17): auto within 1.15x of the best fixed
+the tries, and what auto chose. Goal: auto within 1.15x of the best fixed
 method.
 """
 

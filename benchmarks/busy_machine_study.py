@@ -1,4 +1,4 @@
-"""A busy machine still gets an answer (issue 25): known answers beside other busy
+"""A busy machine still gets an answer: known answers beside other busy
 processes, compared by wall time (as before) and by CPU time where other work
 time-sliced CPU-bound sides (``--measure auto``, docs/statistics.md, "Beside other work:
 CPU time").

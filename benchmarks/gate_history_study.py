@@ -1,4 +1,4 @@
-"""The gate on a real history (issue 28): a 14-commit git history of a small C program.
+"""The gate on a real history: a 14-commit git history of a small C program.
 
 The script builds a git repository in a temporary directory: ``c0`` .. ``c13``, each
 commit tagged, the program compiled per commit by ``--build`` (``cc -O2``). Its work

@@ -1,4 +1,4 @@
-"""Gates with the repository's priors (issue 26, item 5): what a second .. fifth gate on
+"""Gates with the repository's priors: what a second .. fifth gate on
 the same runner costs with ``--history`` against without, on the same workload.
 
 Three workloads (``--workload``): ``c``, gate_history_study.py's git history of a small C

@@ -1,4 +1,4 @@
-"""Methods study (issue 6, parts 3-4): seqn, aduet and sduet against pyperf and hyperfine.
+"""Methods study: seqn, aduet and sduet against pyperf and hyperfine.
 
 For each workload (the known-answer C workloads of ``examples/workloads``) and each
 condition (``quiet``: no neighbour of ours, the machine as it is; ``noisy``: a seeded

@@ -1,4 +1,4 @@
-"""Micro study (issue 16): `duet micro` (sduet, aduet, seqn, inproc) against pyperf timeit and
+"""Micro study: `duet micro` (sduet, aduet, seqn, inproc) against pyperf timeit and
 pytest-benchmark on the known-answer functions of ``examples/micro``, at equal machine time.
 
 Cases: ``knownver.<variant>_<size>`` of ``v_a`` (A) against ``v_b`` (B): ``aa`` (A/A,

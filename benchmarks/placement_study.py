@@ -1,4 +1,4 @@
-"""Placement study (issue 15): which `cpus:` placement keeps the duet's premise -- that
+"""Placement study: which `cpus:` placement keeps the duet's premise -- that
 interference hits A and B alike -- under which kind of interference.
 
 For every placement (pinned, shared, or a CPU list) x condition x harness x iteration
@@ -25,8 +25,8 @@ in its own session: its own autogroup, which the scheduler weighs like the whole
     python benchmarks/placement_study.py --keep runs/ ...  # keep every cell's results
     python benchmarks/placement_study.py --reanalyse runs/ # kept results: before / after
 
-``--reanalyse`` reads kept results twice: as the release before issue 15's last
-change did (``--run-stat median``, unbalanced duet runs kept) and as `duet compare`
+``--reanalyse`` reads kept results twice: as releases before the unbalanced-run
+rule did (``--run-stat median``, unbalanced duet runs kept) and as `duet compare`
 does now (``auto``: ``means`` for duets beside other work; unbalanced runs left out;
 docs/statistics.md, "Run statistics beside other work"), and prints per condition x
 method: results, confident wrong verdicts (`faster` for B > A, anything but `same` for

@@ -1,22 +1,27 @@
 """Every flag of every `duet` command, walked through the parser: one meaning per flag
 name across commands, a help text for every argument, and the default in it.
 
-A flag name that two commands share must mean the same thing in both (issue 30:
-`--budget` was per benchmark x method in `duet run` and the whole experiment in
-`duet micro`; `--repo` the git repository in `duet gate` and the results repository in
-`duet history`; `duet run --version` a version label, not the program's version).
-:data:`MEANINGS` states each shared flag's one meaning as words its help must say; a
-flag newly shared by two commands fails here until its meaning is written down.
+A flag name that two commands share must mean the same thing in both: a user who
+learnt `--budget` in `duet run` (per benchmark x method) must not get the whole
+experiment's budget from `duet micro`, nor `--repo` the git repository in one command
+and the results repository in another, nor `duet run --version` a version label where
+`duet --version` is the program's. :data:`MEANINGS` states each shared flag's one
+meaning as words its help must say; a flag newly shared by two commands fails here until
+its meaning is written down. One idea has one name: a hidden alias (:data:`ALIASES`) only
+keeps an earlier name working. A flag that does nothing without another is an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from duetbench import cli
 from duetbench.cli import build_parser
 from duetbench.commands import COMMANDS
 
@@ -26,7 +31,6 @@ MEANINGS: dict[str, str] = {
     "--output": r".",
     "--format": r"^output format: ",
     "--repo": r"the results repository: a file \(SQLite\) or a postgresql:// URL",
-    "--history": r"results repository",
     "--git": r"git checkout",
     "--versions": r"versions the experiment compared",
     "--budget": r"machine time per benchmark x method",
@@ -70,6 +74,8 @@ MEANINGS: dict[str, str] = {
 }
 #: flags of `duet` itself that no command may reuse for something else
 PROGRAM_FLAGS = ("--version", "--debug")
+#: hidden flag -> the flag it is another name of (an earlier release's name, still read)
+ALIASES = {"--history": "--repo"}
 
 
 def walk(
@@ -94,9 +100,15 @@ def test_every_command_is_walked() -> None:
     assert {"add", "list", "show", "changes", "mark", "unmark", "marks", "remove"} <= history
 
 
+def hidden(action: argparse.Action) -> bool:
+    return action.help == argparse.SUPPRESS
+
+
 def test_a_flag_name_shared_by_commands_has_one_meaning() -> None:
     by_flag: dict[str, list[tuple[str, str]]] = {}
     for path, action in ACTIONS:
+        if hidden(action):
+            continue
         for flag in action.option_strings:
             by_flag.setdefault(flag, []).append((" ".join(path), action.help or ""))
     shared = {f: uses for f, uses in by_flag.items() if len({p for p, _ in uses}) > 1}
@@ -116,6 +128,26 @@ def test_the_programs_own_flags_belong_to_no_command(flag: str) -> None:
         " ".join(path) for path, a in ACTIONS if flag in a.option_strings and path != ("duet",)
     ]
     assert users == []
+
+
+def test_a_hidden_flag_is_another_name_of_a_shown_one() -> None:
+    """`--history REPO` (run, gate, bisect, plan: the results repository's name there in
+    earlier releases) sets what `--repo` sets; `--help` shows only `--repo`."""
+    users = set()
+    for path, action in ACTIONS:
+        if not hidden(action):
+            continue
+        (flag,) = action.option_strings
+        assert flag in ALIASES, f"{' '.join(path)} {flag}: hidden, but no alias"
+        shown = [a for p, a in ACTIONS if p == path and ALIASES[flag] in a.option_strings]
+        assert len(shown) == 1 and shown[0].dest == action.dest, (path, flag)
+        users.add(path[1])
+    assert users == {"run", "gate", "bisect", "plan"}
+    parser = build_parser()
+    for argv in (["run", "x.yml"], ["gate", "x.yml"], ["plan", "x.yml"]):
+        old = parser.parse_args([*argv, "--history", "perf.sqlite"])
+        new = parser.parse_args([*argv, "--repo", "perf.sqlite"])
+        assert old.repo == new.repo == "perf.sqlite"
 
 
 def test_every_argument_has_help_and_its_default() -> None:
@@ -148,3 +180,66 @@ def test_plan_help_describes_every_argument(capsys: pytest.CaptureFixture[str]) 
     text = capsys.readouterr().out
     for words in ("the duet.yml", "only this benchmark", "where the sides", "output format"):
         assert words in text, text
+
+
+TINY = """experiment:
+  name: tiny
+  repetitions: {aduet: 2}
+  default_artifacts: false
+benchmarks:
+  b: {command: 'true', iterations: 3}
+"""
+BISECT = ["bisect", "--good", "c0", "--bad", "c1"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "tiny.yml", "--last", "5"], "--last does nothing without --repo REPO"),
+        (["run", "tiny.yml", "--versions", "v1"], "--versions does nothing without --repo REPO"),
+        (["run", "tiny.yml", "--git", "."], "--git does nothing without --repo REPO"),
+        (["run", "tiny.yml", "--repo", "p.sqlite", "--last", "5"],
+         "--last does nothing without a stopping rule"),
+        (["gate", "tiny.yml", "--last", "5"], "--last does nothing without --repo REPO"),
+        ([*BISECT, "tiny.yml", "--last", "5"], "--last does nothing without --repo REPO"),
+        (["gate", "tiny.yml", "--build-timeout", "5m"],
+         "--build-timeout does nothing without --build CMD"),
+        ([*BISECT, "tiny.yml", "--build-timeout", "5m"],
+         "--build-timeout does nothing without --build CMD"),
+        (["plan", "tiny.yml", "--host", "ab12"], "--host does nothing without --repo REPO"),
+        (["plan", "tiny.yml", "--last", "3"], "--last does nothing without --repo REPO"),
+        (["compare", "res", "-o", "out.txt"], "-o/--output does nothing without --format json"),
+        (["compare", "res", "--format", "json", "-v"], "-v/--verbose does nothing without"),
+        (["evaluate", "res", "-o", "out.txt"], "-o/--output does nothing without --format json"),
+        (["history", "changes", "--repo", "p.sqlite", "-o", "out.txt"],
+         "-o/--output does nothing without --format json"),
+    ],
+)  # fmt: skip
+def test_a_flag_that_does_nothing_without_another_is_an_error(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv, said
+) -> None:
+    """Refused with exit 2 before anything is read, measured or created."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.yml").write_text(TINY)
+    assert cli.main(argv) == 2
+    assert said in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yml"]
+
+
+def _flags_table_script():  # noqa: ANN202 - the module of scripts/flags_table.py
+    path = Path(__file__).resolve().parents[1] / "scripts" / "flags_table.py"
+    spec = importlib.util.spec_from_file_location("flags_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_architecture_page_lists_every_commands_flags() -> None:
+    """docs/architecture.md, "Command-line flags", is the parser's table (rewrite it with
+    `PYTHONPATH=src python3 scripts/flags_table.py --write`)."""
+    script = _flags_table_script()
+    page = script.PAGE.read_text(encoding="utf-8")
+    assert script.section(page) == script.table(), "run scripts/flags_table.py --write"
+    shown = sum(len(a.option_strings) > 0 and not hidden(a) for p, a in ACTIONS)
+    assert f"{shown} flags over " in script.table()

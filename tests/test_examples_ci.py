@@ -57,9 +57,9 @@ def _gitlab_commands() -> list[str]:
 
 
 def _history_of(command: str) -> str:
-    """The --history REPO of a `duet gate` command."""
+    """The --repo REPO of a `duet gate` command."""
     words = shlex.split(command)
-    return words[words.index("--history") + 1]
+    return words[words.index("--repo") + 1]
 
 
 def _cache_steps(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""`duet gate --history` and `duet bisect --history` (docs/history.md, "Gates feed the
+"""`duet gate --repo` and `duet bisect --repo` (docs/history.md, "Gates feed the
 repository"): each comparison starts from the spread of this runner's earlier experiments
 in the results repository and is added to it afterwards.
 
@@ -84,7 +84,7 @@ def test_a_gate_adds_itself_and_the_next_gate_on_the_runner_stops_from_its_sprea
     summary = tmp_path / "summary.md"
 
     # the first gate: no priors (and it says so); the repository is created and holds it
-    p, stops, entry = gate(repo, "c0", "c1", tmp_path / "first", "--history", history)
+    p, stops, entry = gate(repo, "c0", "c1", tmp_path / "first", "--repo", history)
     assert stops["history"]["repository"].endswith("perf history.sqlite")
     assert stops["history"]["last"] == 10 and len(stops["history"]["host"]) >= 8
     assert "priors" not in entry and entry["decisions"]["work"]["prior_used"] is None
@@ -98,7 +98,7 @@ def test_a_gate_adds_itself_and_the_next_gate_on_the_runner_stops_from_its_sprea
     _, plain, alone = gate(repo, "c1", "c2", tmp_path / "without")
     assert "history" not in plain and "priors" not in alone
     p, stops, entry = gate(
-        repo, "c1", "c2", tmp_path / "with", "--history", history,
+        repo, "c1", "c2", tmp_path / "with", "--repo", history,
         env={"GITHUB_STEP_SUMMARY": str(summary)},
     )  # fmt: skip
     prior = entry["priors"]["work"]
@@ -127,10 +127,10 @@ def test_a_repository_that_cannot_be_used_is_refused_before_anything_is_measured
     foreign = tmp_path / "notes.txt"
     foreign.write_text("not a database\n" * 100)
     cases = [
-        (["--history", foreign], "is not a duetbench results repository"),
-        (["--history", tmp_path], "is a directory"),
-        (["--history", tmp_path / "missing dir" / "perf.sqlite"], "does not exist"),
-        (["--history", tmp_path / "perf.sqlite", "--last", "0"], "--last must be at least 1"),
+        (["--repo", foreign], "is not a duetbench results repository"),
+        (["--repo", tmp_path], "is a directory"),
+        (["--repo", tmp_path / "missing dir" / "perf.sqlite"], "does not exist"),
+        (["--repo", tmp_path / "perf.sqlite", "--last", "0"], "--last must be at least 1"),
     ]
     gate_revs = ["gate", "--base", "c0", "--head", "c1"]
     bisect_revs = ["bisect", "--good", "c0", "--bad", "c1"]
@@ -153,7 +153,7 @@ def test_bisect_steps_use_the_priors_of_the_steps_before_them(tmp_path: Path) ->
     history = tmp_path / "perf.sqlite"
     p = duet(
         repo, "bisect", "--good", "c0", "--bad", "c3", "duet.yml", "-o", tmp_path / "r",
-        "--threshold", "3%", "--max-runs", "60", "--history", history,
+        "--threshold", "3%", "--max-runs", "60", "--repo", history,
     )  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     c1, c2 = git(repo, "rev-parse", "c1"), git(repo, "rev-parse", "c2")
@@ -202,7 +202,7 @@ def test_the_summary_says_per_benchmark_whether_the_priors_were_used_missing_or_
         "c (aduet): none -- no earlier experiment of it on this runner; this one is the first "
         "the next gate can use",
     ]
-    # without --history: nothing; the Markdown summary carries the lines as a list
+    # without --repo: nothing; the Markdown summary carries the lines as a list
     assert priors_summary({"stops": stops["stops"]}) == [] == priors_summary(None)
     md = gate_markdown("duet gate: HEAD", 0, _NoRows(), "| t |", [head, *lines])
     assert "Priors from perf.sqlite" in md and "\n- a \\(seqn\\): used" in md

@@ -1,5 +1,5 @@
 """`duet help`: the documentation a message cites, readable wherever duetbench is
-installed (issue 30), and the hint under an error that cites a page."""
+installed (a wheel carries the pages), and the hint under an error that cites a page."""
 
 from __future__ import annotations
 

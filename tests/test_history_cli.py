@@ -1,5 +1,5 @@
 """`duet history add | list | show | changes | mark | unmark | marks`, `duet dashboard` and
-`duet run --history` as users call them: SQLite files (relative, absolute, with spaces,
+`duet run --repo` as users call them: SQLite files (relative, absolute, with spaces,
 from $DUET_HISTORY) and PostgreSQL URLs; errors exit 2 with a clear message; a killed
 `duet history add` leaves the repository as before or complete; concurrent adds land.
 
@@ -264,13 +264,13 @@ def test_run_with_history_adds_the_experiment(tmp_path: Path) -> None:
     cfg = tiny_config(tmp_path)
     repo = tmp_path / "perf.sqlite"
     r = run_duet("run", str(cfg), "-o", str(tmp_path / "res"), "--no-compare",
-                 "--history", str(repo), "--versions", "A=v1,B=v2")  # fmt: skip
+                 "--repo", str(repo), "--versions", "A=v1,B=v2")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "added experiment #1 'tiny'" in r.stdout
     (e,) = history_json("list", "--repo", str(repo))["experiments"]
     assert (e["version_a"], e["version_b"]) == ("v1", "v2")
-    # --history without versions is refused before anything runs
-    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res2"), "--history", str(repo))
+    # --repo without versions is refused before anything runs
+    r = run_duet("run", str(cfg), "-o", str(tmp_path / "res2"), "--repo", str(repo))
     assert r.returncode == 2 and "--versions" in r.stderr
     assert not (tmp_path / "res2").exists()
 

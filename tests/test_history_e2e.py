@@ -1,12 +1,13 @@
-"""Issue 18, done when: a history of 30 versions from real `duet run` experiments, added
-with the CLI, in which `duet history changes` finds exactly the two injected slowdowns.
+"""The results repository end to end: a history of 30 versions from real `duet run`
+experiments, added with the CLI, in which `duet history changes` finds exactly the two
+injected slowdowns -- no false change among 28 versions that changed nothing measurable.
 
 A git repository holds a small C program whose loop bound (its work constant) every
 commit changes: by a few hundredths of a percent (far below anything measurable), and
 by +20 % at two known versions (+12 % was missed once under heavy load: the detection
 widens a step's standard error by the spread of its neighbours, which load inflates). Each experiment runs v(n-1) as A against v(n) as B as
 an aduet (both at once on this machine), a few runs of a few iterations, and is added
-with `duet run --history` or `duet history add`, both with `--git`, so the repository
+with `duet run --repo` or `duet history add`, both with `--git`, so the repository
 knows each version's commit and date.
 
 The program is its own harness (`harness: generic`): it times each iteration of its
@@ -135,9 +136,9 @@ def test_thirty_versions_two_injected_slowdowns_found_exactly(tmp_path: Path) ->
             )
         )
         versions = ["--git", str(repo), "--versions", f"A=v{n - 1},B=v{n}"]
-        if n % 2:  # `duet run --history` adds the experiment after the run
+        if n % 2:  # `duet run --repo` adds the experiment after the run
             r = run_duet("run", str(cfg), "-o", str(results), "--no-compare",
-                         "--history", str(history), *versions)  # fmt: skip
+                         "--repo", str(history), *versions)  # fmt: skip
             assert r.returncode == 0, r.stderr
             assert f"to {history}" in r.stdout
         else:  # `duet history add` adds results that are already there

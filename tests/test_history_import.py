@@ -276,3 +276,76 @@ def test_a_file_that_is_not_what_it_says_is_refused(
     assert done.returncode == 2, done.stdout + done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr
     assert not repo.exists()
+
+
+#: a deadline that only catches a hang: a FIFO opened for reading blocks until a writer comes
+DEADLINE_S = 120
+
+
+def _import_within_deadline(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duetbench", "history", "import", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+
+
+@pytest.mark.parametrize("tool", [None, "pyperf", "pytest-benchmark", "asv"])
+def test_a_fifo_given_as_the_file_is_refused_not_waited_for(
+    tmp_path: Path, tool: str | None
+) -> None:
+    fifo = tmp_path / "results.json"
+    os.mkfifo(fifo)
+    repo = tmp_path / "perf.sqlite"
+    done = _import_within_deadline(fifo, "--repo", repo, *(["--tool", tool] if tool else []))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "results.json" in done.stderr and "FIFO (named pipe), not a regular file" in done.stderr
+    assert not repo.exists()
+
+
+def test_a_fifo_inside_a_directory_is_refused_not_waited_for(tmp_path: Path) -> None:
+    """A directory the importer scans: pytest-benchmark's storage (every *.json below it),
+    an asv machine's directory (its result files beside machine.json)."""
+    storage = tmp_path / "storage" / "Linux-CPython-3.11-64bit"
+    storage.mkdir(parents=True)
+    os.mkfifo(storage / "0001_abc.json")
+    machine = tmp_path / "asv" / "box"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text('{"machine": "box", "version": 1}')
+    os.mkfifo(machine / "ab12cd34-existing-py.json")
+    for directory, name in ((tmp_path / "storage", "0001_abc.json"),
+                            (tmp_path / "asv", "ab12cd34-existing-py.json")):  # fmt: skip
+        repo = tmp_path / "perf.sqlite"
+        done = _import_within_deadline(directory, "--repo", repo)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert name in done.stderr and "FIFO (named pipe), not a regular file" in done.stderr
+        assert not repo.exists()
+
+
+@pytest.mark.parametrize("name", ["bench.json", "pyperformance.json"])
+def test_the_importer_reads_pyperf_as_duet_run_does(name: str) -> None:
+    """One reader of pyperf's JSON (parse/pyperf.py's read_pyperf_file): what `duet history
+    import` keeps of a file are the values the parser gives `duet run` (per loop, per inner
+    loop), benchmark by benchmark; warm-ups and calibration runs are left out by both."""
+    from duetbench.parse.pyperf import parse_pyperf
+    from duetbench.parse.registry import SideContext
+
+    path = Path(__file__).parent / "fixtures" / "parsers" / "pyperf" / name
+    (run_,) = read(path, "pyperf")
+    ctx = SideContext(
+        side_dir=path.parent,
+        result_files=(Path(name),),
+        pair="A",
+        benchmark="bench",
+        method="aduet",
+    )
+    rows = parse_pyperf(ctx)
+    rows = rows[~rows["filler"]]
+    assert {r.benchmark for r in run_.results} == set(rows["workload"])
+    for result in run_.results:
+        parsed = sorted(rows.loc[rows["workload"] == result.benchmark, "duration_ns"])
+        imported = sorted(result.values_ns)
+        assert len(parsed) == len(imported) == result.samples > 0
+        assert all(abs(p - i) <= 0.5 + 1e-12 * i for p, i in zip(parsed, imported, strict=True))
+        assert math.isclose(result.value_ns, sum(imported) / len(imported))

@@ -1,11 +1,11 @@
-"""The 2x known answer under a busy intruder (issues 15 and 25): every method, the
-built-in and an external harness, the default placement (`cpus: auto`) and pairing.
+"""The 2x known answer under a busy intruder, the load a shared CI runner has: every method,
+the built-in and an external harness, the default placement (`cpus: auto`) and pairing.
 
 A CPU-bound workload whose B does exactly twice A's operations (examples/workloads) runs
 while one busy loop, started by the test in the benchmark's own session and killed in a
 `finally`, competes for the CPUs for the whole experiment. With wall time the intruder
 took one side's CPU more than the other's: aduet once read 2x as 0.7x ("faster"), and
-after issue 15 such runs were left out, often all of them (`no data`). Each iteration's
+once runs of unequal CPU shares were left out, often all of them were (`no data`). Each iteration's
 CPU time is not stretched by the intruder's turns, so every row now compares CPU time,
 keeps every run and reads 2x with the verdict `slower` at any load
 (docs/statistics.md, "Beside other work: CPU time"); the figures are printed, and the
@@ -124,7 +124,7 @@ benchmarks:
         assert "cpu_time" in row["warnings"] and "unbalanced" not in row["warnings"], row
         assert row["measure"] == "cpu" and row["runs"] == 5, row
     # the duet's premise under the intruder: it slows A and B together. Pinned on 2 CPUs
-    # it shared a CPU with one side only and the slowdowns anti-correlated (issue 15:
+    # it shared a CPU with one side only and the slowdowns anti-correlated (measured:
     # -0.47 to -0.99; aduet then read 2x as 0.7x). With 5 runs the correlation itself is
     # too noisy to assert (shared placement gave -0.16 to +0.17 on a quiet 2-CPU host);
     # it is printed here and measured by benchmarks/placement_study.py; what must hold is

@@ -6,6 +6,9 @@ Every import statement of every module counts, including imports inside function
 - analysis/ and adaptive/ compute: they never import rendering (report/), the
   command line (commands/, cli), execution (schedule/), the results store or argparse;
 - report/ renders: it never imports commands/ or cli;
+- a command module (commands/<command>.py) imports no other command module: the steps
+  several commands share live in workflow/, their shared flags in the private helpers
+  of commands/ (``commands/_*.py``); the pytest plugin imports no command module at all;
 - the base layer (errors, schema, options, records) imports only itself;
 - argparse is imported only by cli.py, commands/ and the standalone entry points of
   processes duet starts (sync's command line, the microbenchmark worker);
@@ -191,6 +194,32 @@ def violations(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
                     why.append(f"layer {mine} imports layer {theirs}")
             if why:
                 found.append(f"{name}:{line} imports {target} ({'; '.join(why)})")
+    return found
+
+
+COMMANDS = f"{PKG}.commands"
+
+
+def _command_module(name: str) -> bool:
+    """A module of one `duet` command: ``duetbench.commands.<command>``, not a private
+    helper (``_options``) nor the package itself."""
+    head, _, last = name.rpartition(".")
+    return head == COMMANDS and not last.startswith("_")
+
+
+def command_imports(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
+    """Every import of a command module by another command module or by the pytest
+    plugin, as 'importer:line imports target'."""
+    found = []
+    for name, targets in graph(modules).items():
+        plugin = _under(name, f"{PKG}.pytest_plugin")
+        if not (plugin or _command_module(name)):
+            continue
+        for target, line in targets:
+            if target == name:
+                continue
+            if _command_module(target) or (plugin and _under(target, COMMANDS)):
+                found.append(f"{name}:{line} imports {target}")
     return found
 
 
@@ -473,6 +502,12 @@ def test_every_package_imports_only_what_its_layer_may() -> None:
     assert violations(read_tree(SRC, PKG)) == []
 
 
+def test_no_command_imports_another_and_the_plugin_imports_none() -> None:
+    modules = read_tree(SRC, PKG)
+    assert any(_command_module(n) for n in modules)
+    assert command_imports(modules) == []
+
+
 def test_no_import_cycle_among_first_party_modules() -> None:
     assert cycles(read_tree(SRC, PKG)) == []
 
@@ -543,6 +578,32 @@ def test_a_forbidden_import_is_found(tmp_path: Path, rel: str, line: str) -> Non
     found = violations(_tree(tmp_path, files))
     assert len(found) == 1, found
     assert found[0].startswith(module_name(tmp_path / "pkg", tmp_path / "pkg" / rel, PKG))
+
+
+@pytest.mark.parametrize(
+    ("rel", "line", "found"),
+    [
+        ("commands/run.py", "from .compare import run", "commands.run:1 imports duetbench.commands.compare"),
+        ("commands/run.py", "def f():\n    from duetbench.commands import compare",
+         "commands.run:2 imports duetbench.commands.compare"),
+        ("pytest_plugin/duet.py", "from ..commands._options import x",
+         "pytest_plugin.duet:1 imports duetbench.commands._options"),
+        ("pytest_plugin/duet.py", "def f():\n    from duetbench.commands import compare",
+         "pytest_plugin.duet:2 imports duetbench.commands.compare"),
+    ],
+)  # fmt: skip
+def test_a_command_importing_another_is_found(
+    tmp_path: Path, rel: str, line: str, found: str
+) -> None:
+    files = dict(CLEAN)
+    files["commands/_options.py"] = "import argparse\n"
+    files["commands/run.py"] = "from ._options import add_threshold\n"  # a helper: allowed
+    files["pytest_plugin/__init__.py"] = ""
+    files["workflow/__init__.py"] = ""
+    files["pytest_plugin/duet.py"] = "from ..workflow import verdicts\n"
+    assert command_imports(_tree(tmp_path, files)) == []
+    files[rel] = line + "\n"
+    assert command_imports(_tree(tmp_path, files)) == [f"{PKG}.{found}"]
 
 
 def test_imports_within_a_layer_and_downwards_are_allowed(tmp_path: Path) -> None:

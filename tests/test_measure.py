@@ -1,5 +1,6 @@
-"""Wall time or CPU time (issue 25): the measure the analysis compares beside other work
-(docs/statistics.md, "Beside other work: CPU time").
+"""Wall time or CPU time: the measure the analysis compares beside other work, so that a
+busy machine still gets the right answer (docs/statistics.md, "Beside other work: CPU
+time").
 
 Hand-built tables with known truth: each side's work is a known CPU time; other work
 stretches the wall time by the side's share of a CPU, different for A and B in each run

@@ -258,7 +258,8 @@ def test_a_target_found_nowhere_names_the_side_and_the_paths_tried(
 
 
 def test_duet_micro_times_the_file_of_each_tree(tmp_path: Path) -> None:
-    """Issue 30: `duet micro hidmod.py --a-path a --b-path b` with the file only in the trees."""
+    """`duet micro hidmod.py --a-path a --b-path b` with the file only in the trees: a target
+    file is looked for in each side's tree, not in the current directory."""
     _trees(tmp_path)
     done = micro(
         "hidmod.py", "--a-path", "tree a", "--b-path", "tree b", "--method", "seqn",

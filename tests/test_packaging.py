@@ -1,5 +1,6 @@
 """What `pip install` gives a user: the license in the metadata and the documentation
-that messages cite, readable with `duet help` (issue 30)."""
+that messages cite, readable with `duet help` (a cited page must exist wherever duet
+runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`duet plan --history REPO`: plans from a repository's priors; a fixed run count states
+"""`duet plan --repo REPO`: plans from a repository's priors; a fixed run count states
 the precision it reaches with 95 % probability (adaptive/forecast.py, fixed_reach)."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_plan_with_history(tmp_path: Path) -> None:
     cfg = tmp_path / "duet.yml"
     cfg.write_text(textwrap.dedent(CONFIG) % {"py": sys.executable})
     fp = fingerprint(HOST).fingerprint
-    plan = ["plan", cfg, "--no-cpu-check", "--history", repo_path, "--host", fp[:10]]
+    plan = ["plan", cfg, "--no-cpu-check", "--repo", repo_path, "--host", fp[:10]]
     out = _cli(*plan, "--format", "json")
     assert out.returncode == 0, out.stderr
     rows = {r["benchmark"]: r for r in json.loads(out.stdout)["rows"]}
@@ -141,5 +141,5 @@ def test_plan_with_history(tmp_path: Path) -> None:
     ):
         b = _cli(*plan, "--precision", "1%", *bad)
         assert b.returncode == 2 and why in b.stderr and "Traceback" not in b.stderr
-    missing = _cli("plan", cfg, "--no-cpu-check", "--history", tmp_path / "none.sqlite")
+    missing = _cli("plan", cfg, "--no-cpu-check", "--repo", tmp_path / "none.sqlite")
     assert missing.returncode == 2 and "does not exist" in missing.stderr

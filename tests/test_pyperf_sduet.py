@@ -1,4 +1,5 @@
-"""pyperf scripts as they are (issue 16, item 6), through the real CLI.
+"""pyperf scripts as they are, through the real CLI: a team's existing pyperf benchmarks
+run under duet without a change to them.
 
 - an unmodified pyperformance benchmark (the `pyperformance` package's own
   ``bm_nbody/run_benchmark.py``) runs with seqn, aduet and sduet in one `duet run`,

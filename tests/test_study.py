@@ -264,7 +264,7 @@ def test_2x_work_measures_2_with_every_method(tmp_path: Path) -> None:
     wake-up latency late, the same few ms for A and B: 1 % of the ratio per 5 ms). Whether CPU-bound work that is
     2x as long *measures* 2x under interference is a property of the machine and the
     placement, not of the pipeline: benchmarks/methods_study.py measures it (ratio_x2,
-    docs/performance.md), and issue 15 covers the methods under a busy intruder.
+    docs/performance.md), and tests/test_intruder.py the methods under a busy intruder.
     """
     from duetbench.analysis import compare
     from duetbench.config import loads_config

@@ -1,4 +1,4 @@
-"""Never silently wrong (issue 15): configs whose labels would not be true are refused,
+"""Never silently wrong: configs whose labels would not be true are refused,
 sduet runs that never synchronized say so, and `duet compare` notes a verdict whose data
 cannot carry it (docs/statistics.md, section Notes)."""
 

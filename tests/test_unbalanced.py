@@ -1,4 +1,5 @@
-"""Duet runs whose sides did not get the same share of the CPU (issue 15).
+"""Duet runs whose sides did not get the same share of the CPU: their ratio moves by the
+shares, not by the program, so they must not pass for a measurement of it.
 
 Beside one busy process on a 2-CPU host, the scheduler lets the intruder share a CPU with
 one side more than with the other; that side's iterations stretch and B/A moves by the

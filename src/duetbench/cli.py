@@ -18,12 +18,12 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
 from ._version import __version__
-from .commands import COMMANDS
+from .commands import COMMANDS, SUMMARY
 from .errors import DuetError, ExitCode
 from .text import visible
 
@@ -40,8 +40,12 @@ class _HelpFormatter(argparse.HelpFormatter):
             self._action_max_length = max(self._action_max_length, indented)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command; each subparser's ``func`` is its module's ``run``."""
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; each subparser's ``func`` is its module's ``run``.
+
+    ``commands``: only these are built in full (their modules imported); the others are
+    listed by name and summary, which is all `duet --help` and a parse of one command's
+    line need (the default: every command in full)."""
     parser = argparse.ArgumentParser(
         prog="duet",
         description="A/B performance comparison with duet benchmarking.",
@@ -54,11 +58,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
+        if commands is not None and name not in commands:
+            sub.add_parser(name, help=SUMMARY[name])
+            continue
         # an ImportError here is a bug in duetbench: it propagates, no command is dropped
         module = importlib.import_module(f"{__package__}.commands.{name}")
         module.register(sub)
         sub.choices[name].set_defaults(func=module.run)
     return parser
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command a command line names: its first word that is no option (duet's own
+    options take no value), or None."""
+    return next((w for w in argv if not w.startswith("-")), None)
 
 
 #: signals that end duet as Ctrl-C does
@@ -92,8 +105,10 @@ def terminating_signals_interrupt() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
+    # only the named command is built: `duet --help` and `duet COMMAND --help` import
+    # no other command's module
+    parser = build_parser([c for c in [command_of(given)] if c in COMMANDS])
     args = parser.parse_args(given)
     args.argv = given  # the command line as typed, for hints that repeat it (--resume)
     try:

@@ -27,13 +27,12 @@ from typing import Any
 from ..config.model import Experiment
 from ..errors import DuetError
 from ..micro.api import MicroError
+from .defaults import MAX_LOOKS
 from .gate import RunsFailed, compare_trees, gate_name, tree_experiment
 from .trees import BuildError, Trees, git, resolve
 
 __all__ = ["BisectResult", "Step", "bisect", "combined_rows", "next_candidate"]
 
-#: comparisons of one candidate (the first and its extensions) before it is skipped
-MAX_LOOKS = 4
 UNDECIDED = ("inconclusive", "no data")
 
 GOOD_VERDICTS = ("equivalent", "faster", "no change detected", "same", "same (below threshold)")
@@ -54,9 +53,9 @@ class Step:
     results: str = ""  # the results directories of its comparisons, ", "-separated
     why: str = ""
     looks: int = 1  # comparisons of this candidate (more than one: extended)
-    #: with --history, what the repository's priors did in its verdict: "used", "dropped"
+    #: with --repo, what the repository's priors did in its verdict: "used", "dropped"
     #: (by the check: these runs were noisier) or "none" (none for it on this runner);
-    #: "" without --history
+    #: "" without --repo
     prior: str = ""
 
 
@@ -200,7 +199,7 @@ class _Search:
     budget_s: float | None
     started: float = field(default_factory=time.monotonic)
     good_label: str = ""  # --good as the user gave it, for messages
-    #: --history: reads the repository's priors for this runner, once per candidate (so
+    #: --repo: reads the repository's priors for this runner, once per candidate (so
     #: the comparisons ``record`` added before count)
     priors: Callable[[], tuple[Any, ...]] | None = None
 
@@ -314,7 +313,7 @@ def bisect(
     ``max_looks``: comparisons of one candidate (the first and the extensions of an
     inconclusive one) before it is skipped; ``budget_s``: wall-clock seconds the bisect
     may take (None: no limit), checked before every comparison -- when it ends, the
-    result holds the range that remains (``budget_ended``). ``priors`` (``--history``):
+    result holds the range that remains (``budget_ended``). ``priors`` (``--repo``):
     called before each candidate's first comparison, the priors its stopping rules use
     (docs/history.md, "Gates feed the repository")."""
     if max_looks < 1:

@@ -23,6 +23,7 @@ from typing import Any
 from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
 from ..errors import DuetError, ExitCode
 from ..schedule.adaptive import FAILED_RUNS_STOP
+from .defaults import GATE_THRESHOLD, GATE_UNTIL
 
 __all__ = [
     "GateResult",
@@ -92,6 +93,30 @@ def micro_in_tree(spec: MicroSpec, trees: dict[str, Path]) -> MicroSpec:
     return replace(spec, sides=sides, evaluations=None, calibrations=(), inproc_command=None)
 
 
+def with_gate_stop(
+    exp: Experiment,
+    *,
+    until: str | None = None,
+    threshold: str | None = None,
+    budget: str | None = None,
+    max_runs: str | None = None,
+) -> Experiment:
+    """``exp`` with the stopping rule of a gate's (and a bisect's) comparisons: ``until``,
+    else decided; at ``threshold``, else the config's `stop: threshold`, else 2 % (without
+    a threshold `equivalent` cannot be decided); ``budget`` and ``max_runs`` as the
+    command line gives them (None: the config's)."""
+    from ..config.stop import with_stop_overrides
+
+    has_threshold = any(b.stop is not None and b.stop.threshold > 0 for b in exp.benchmarks)
+    return with_stop_overrides(
+        exp,
+        until=until or GATE_UNTIL,
+        threshold=threshold or (None if has_threshold else GATE_THRESHOLD),
+        budget=budget,
+        max_runs=max_runs,
+    )
+
+
 def tree_experiment(exp: Experiment, a_tree: Path, b_tree: Path, name: str) -> Experiment:
     """``exp`` with side A of every benchmark in ``a_tree`` and side B in ``b_tree``
     (a benchmark without B runs A's definition in both)."""
@@ -124,7 +149,7 @@ class GateResult:
     markdown: str
     table: Any = None  # report.tables.Table: the verdict table, for a terminal
     #: what the repository's priors did (:func:`priors_summary`): a heading, then one line
-    #: per benchmark x method; empty without ``--history``
+    #: per benchmark x method; empty without ``--repo``
     priors: tuple[str, ...] = ()
 
 
@@ -252,7 +277,7 @@ def compare_trees(
     a :class:`~duetbench.micro.api.MicroError` naming it); a benchmark whose every run
     failed raises :class:`RunsFailed`, as soon as :data:`FAIL_FAST_RUNS` of its runs
     did. ``priors``: (the spread of this runner's earlier experiments per (benchmark,
-    method), where from) for the stopping rules, as `duet run --history` passes them
+    method), where from) for the stopping rules, as `duet run --repo` passes them
     (docs/adaptive.md, "Stopping with the repository's priors")."""
     from ..micro.experiment import calibrate_experiment
     from ..schedule.inline import run_experiment
@@ -294,7 +319,7 @@ _PRIORS_DOC = "docs/adaptive.md, 'Stopping with the repository's priors'"
 
 def priors_summary(stops: Any) -> list[str]:
     """What the results repository's priors did in the comparison whose stops.json is
-    ``stops`` (empty when it was run without ``--history``): a heading naming the
+    ``stops`` (empty when it was run without ``--repo``): a heading naming the
     repository and this runner's host fingerprint, then per benchmark x method whether
     its stopping rule used the spread of earlier experiments (and of how many), had none
     to use (a first gate on this runner), or dropped them because the check found these

@@ -120,7 +120,7 @@ def gate_argv(env: Mapping[str, str], python: str = sys.executable) -> list[str]
         ("build", "--build"),
         ("threshold", "--threshold"),
         ("budget", "--budget"),
-        ("history", "--history"),
+        ("history", "--repo"),  # the input keeps its name: workflows set `history:`
     ):
         value = _input(env, name)
         if value:

@@ -1,5 +1,6 @@
 """The analysis options on the command line: flags whose defaults come from
-``duetbench.options``, and their conversion to typed, validated options.
+``duetbench.options``, and their conversion to typed, validated options (the flags that
+are no analysis options, ``--format`` among them, are ``_flags.py``).
 
 ``compare_options(args)`` (and the evaluate / report equivalents) is the only place an
 ``argparse.Namespace`` becomes options; below ``commands/`` no code sees arguments.
@@ -11,7 +12,6 @@ import argparse
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +32,8 @@ from ..options import (
     EvaluateOptions,
     ReportOptions,
 )
-from ..units import duration, percentage
+from ..units import percentage
+from ._flags import add_format_flag, add_keep_unbalanced
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -68,26 +69,10 @@ def add_threshold(p: argparse.ArgumentParser, *, recorded: bool = False) -> None
     )
 
 
-def add_keep_unbalanced(p: argparse.ArgumentParser) -> None:
-    """``--keep-unbalanced``: an analysis option of every command that shows verdicts."""
-    p.add_argument(
-        "--keep-unbalanced",
-        action="store_true",
-        help="keep duet runs whose sides got unequal CPU shares where wall time is compared "
-        "(default: left out; docs/statistics.md, section Notes)",
-    )
-
-
 def parse_threshold(text: str) -> float:
     """``1%`` or ``0.01`` -> 0.01 (:func:`duetbench.units.percentage`: the range of the
     config's `threshold:` and of `duet run --threshold`)."""
     return percentage(text, "--threshold")
-
-
-def parse_duration(text: str, flag: str) -> float:
-    """A duration flag (``600``, ``90s``, ``10m``): :func:`duetbench.units.duration`, the
-    parser and range of the config's durations (1 ms to 30 days)."""
-    return duration(text, flag)
 
 
 def parse_warmup(text: str | None) -> int | str | None:
@@ -160,16 +145,6 @@ def parse_aa(text: str | None) -> bool | tuple[str, ...] | None:
 
 
 # ---------------------------------------------------------------------- flags
-
-
-def add_format_flag(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
-    """``--format``: how the command prints its result; the first format is the default."""
-    p.add_argument(
-        "--format",
-        choices=list(formats),
-        default=formats[0],
-        help=f"output format: {', '.join(formats)} (default: {formats[0]})",
-    )
 
 
 def add_source_command(
@@ -414,15 +389,19 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
         )
 
 
+def given_recorded(args: argparse.Namespace) -> frozenset[str]:
+    """Which of the options a results directory records (the seed, ``measure``,
+    ``threshold``) the command line gave: the others come from the directory."""
+    from ..workflow.verdicts import RECORDED
+
+    return frozenset(name for name in RECORDED if getattr(args, name, None) is not None)
+
+
 def with_recorded(
     opts: CompareOptions, args: argparse.Namespace, dataset: Dataset
 ) -> CompareOptions:
     """``opts`` with what the results directory recorded -- the experiment's seed, the
     config's ``measure:`` and ``threshold:`` -- where the command line gave none."""
-    if args.seed is None:
-        opts = replace(opts, seed=dataset.seed)
-    if getattr(args, "measure", None) is None:
-        opts = replace(opts, measure=dataset.measure)
-    if getattr(args, "threshold", None) is None:
-        opts = replace(opts, threshold=dataset.threshold)
-    return opts
+    from ..workflow.verdicts import with_recorded as recorded
+
+    return recorded(opts, dataset, given_recorded(args))

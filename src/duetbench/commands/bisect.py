@@ -6,15 +6,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..ci.bisect import MAX_LOOKS
+from ..ci.defaults import MAX_LOOKS
 from ..errors import ExitCode
-from .gate import add_tree_options
+from . import SUMMARY
+from ._trees import add_tree_options, build_timeout, repo_priors, tree_experiment_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bisect",
-        help="which commit made it slower (git history, each step measured until sure)",
+        help=SUMMARY["bisect"],
         description="Binary search over the first-parent history from --good to --bad: each "
         "candidate is built and compared with the known-good build on this machine "
         "(docs/history.md, 'Bisect').",
@@ -44,28 +45,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..ci.bisect import Step, bisect
-    from ..config import load_config
     from ..errors import DuetError
     from ..text import visible
-    from ._options import parse_duration
-    from .gate import add_to_history, build_timeout, gate_priors, stopped_experiment, tree_versions
-    from .history import history_priors
-    from .plan import this_host_cpus
+    from ..workflow.repository import add_experiment, tree_versions
+    from ._flags import parse_duration
 
     budget = (
         None if args.total_budget is None else parse_duration(args.total_budget, "--total-budget")
     )
     if args.max_looks < 1:
         raise DuetError(f"--max-looks must be at least 1, got {args.max_looks}")
-    exp = stopped_experiment(args, load_config(args.config, host_cpus=this_host_cpus()))
-    # --history: a repository that cannot be used is refused now, before any build
-    first = gate_priors(args)
+    exp = tree_experiment_of(args)
+    # --repo: a repository that cannot be used is refused now, before any build
+    first = repo_priors(args)
     pending = [] if first is None else [first]
 
     def priors() -> tuple[Any, ...]:
         """This runner's priors before a candidate: the first read, then read again, so
         the comparisons this bisect added count for the next candidate."""
-        return pending.pop() if pending else history_priors(args, None, create=True)
+        again = pending.pop() if pending else repo_priors(args)
+        assert again is not None  # only called with --repo
+        return again
 
     def show(step: Step) -> None:
         iv = (
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"    skipped: {visible(step.why.splitlines()[0])}")
 
     def record(root: Path, a_tree: Path, b_tree: Path) -> None:
-        if args.history:
-            add_to_history(args.history, root, tree_versions(a_tree, b_tree))
+        if args.repo:
+            add_experiment(args.repo, root, tree_versions(a_tree, b_tree))
 
     result = bisect(
         exp,

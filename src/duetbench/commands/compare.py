@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ExitCode
+from . import SUMMARY
+from ._flags import refuse_unused
 from ._options import add_compare_options, add_source_command, compare_options, with_recorded
 
 
@@ -12,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_source_command(
         sub,
         "compare",
-        help="verdicts: is B slower or faster than A, by how much",
+        help=SUMMARY["compare"],
         description="Compare B against A per benchmark and method.",
         formats=("table", "json", "markdown"),
         output="write JSON/Markdown here instead of stdout",
@@ -34,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
     from ..verdicts import verdicts
     from ..workflow.verdicts import render
 
+    refuse_unused(
+        [
+            ("-o/--output", args.output, args.format != "table", "--format json|markdown"),
+            ("-v/--verbose", args.verbose, args.format == "table", "--format table (the default)"),
+        ]
+    )
     opts = compare_options(args)
     dataset = open_dataset(args.source)
     table = verdicts(dataset, with_recorded(opts, args, dataset))

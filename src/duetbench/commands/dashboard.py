@@ -7,14 +7,14 @@ import argparse
 from pathlib import Path
 
 from ..errors import ExitCode
-from ._options import add_format_flag
-from .history import add_repo_flag, repo_location
+from . import SUMMARY
+from ._flags import add_format_flag, add_repo_flag, repo_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "dashboard",
-        help="a static site of a results repository (open site/index.html offline)",
+        help=SUMMARY["dashboard"],
         description="Write a static site of the results repository: an index of benchmarks "
         "with trend lines and the latest verdicts, one page per benchmark with its series, "
         "changes and marks. It works from file:// and any static host.",

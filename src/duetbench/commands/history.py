@@ -9,125 +9,33 @@ repository across versions (docs/history.md).
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DuetError, ExitCode
-from ._options import add_format_flag, add_keep_unbalanced
+from ..workflow.output import print_tables
+from . import SUMMARY
+from ._flags import (
+    add_format_flag,
+    add_keep_unbalanced,
+    add_repo_flag,
+    add_version_flags,
+    refuse_unused,
+    repo_location,
+)
 
 if TYPE_CHECKING:
     from ..history import Repository, Version
 
-#: the environment variable that names the repository when --repo is not given
-REPO_ENV = "DUET_HISTORY"
 FORMATS = ("table", "json", "markdown")
 #: history/importers.py's tools (kept here so that `duet --help` imports no pandas)
 IMPORT_TOOLS = ("asv", "pytest-benchmark", "pyperf", "github-action-benchmark")
 
 
-def add_repo_flag(p: argparse.ArgumentParser, flag: str = "--repo") -> None:
-    p.add_argument(
-        flag,
-        dest="repo",
-        metavar="REPO",
-        help=f"the results repository: a file (SQLite) or a postgresql:// URL "
-        f"(default: ${REPO_ENV})",
-    )
-
-
-def add_version_flags(p: argparse.ArgumentParser) -> None:
-    """--versions / --git: which versions the experiment compared."""
-    p.add_argument(
-        "--versions",
-        dest="versions",
-        action="append",
-        metavar="LABEL|A=..,B=..",
-        help="the versions the experiment compared: one label for both sides (v1.4.2), or "
-        "each side's, A=v1.4.1,B=v1.4.2 (repeatable: --versions A=v1.4.1 --versions B=v1.4.2)",
-    )
-    p.add_argument(
-        "--git",
-        metavar="CHECKOUT",
-        type=Path,
-        help="read commits and dates from this git checkout: the labels are git revisions "
-        "there (default: HEAD, labelled by `git describe --tags --always`)",
-    )
-
-
-def add_history_flags(p: argparse.ArgumentParser) -> None:
-    """`duet run ... --history REPO --versions A=..,B=..`: add the experiment afterwards;
-    with a stopping rule, stop with the priors of its earlier experiments too."""
-    p.add_argument(
-        "--history",
-        metavar="REPO",
-        help="a results repository (a file or a postgresql:// URL): with a stopping rule "
-        "(--until), stop with the spread of this host's earlier experiments in it, and "
-        "let --method auto choose from them without a pilot (docs/adaptive.md); with "
-        "--versions or --git, add the experiment to it afterwards",
-    )
-    p.add_argument(
-        "--last",
-        type=int,
-        default=10,
-        metavar="N",
-        help="with --history and a stopping rule: the priors from the last N experiments "
-        "(default 10)",
-    )
-    add_version_flags(p)
-
-
-def history_versions(args: argparse.Namespace, optional: bool = False) -> dict[str, Version] | None:
-    """`duet run --history`: the versions to record, or None without --history (or,
-    ``optional``, without --versions/--git: the repository only gives priors)."""
-    if not args.history:
-        if args.versions or args.git:
-            raise DuetError("--versions and --git name versions for --history REPO")
-        return None
-    if optional and not args.versions and args.git is None:
-        return None
-    return versions_from_args(args)
-
-
-def history_priors(
-    args: argparse.Namespace, exp: Any, *, create: bool = False
-) -> tuple[dict[Any, Any], dict[str, Any], dict[Any, Any]]:
-    """`duet run --history REPO` with a stopping rule: the spread of every benchmark x
-    method in this host's last ``--last`` experiments, where it came from, and for
-    ``method: auto`` the spread with the machine seconds per repetition.
-    ``create`` (`duet gate`/`duet bisect`): a missing repository file is created (empty:
-    no priors yet) rather than refused; a file that is not a repository is refused either
-    way, before anything is measured."""
-    from ..history import Repository, fingerprint
-    from ..history.priors import host_priors, method_priors, spread_priors
-    from ..hosts import detect_host
-
-    if args.last < 1:
-        raise DuetError(f"--last must be at least 1 (experiments), got {args.last}")
-    host = fingerprint(detect_host()).fingerprint
-    with Repository.open(args.history, create=create) as repo:
-        found = host_priors(repo, host, args.last)
-        location = repo.location
-    del exp
-    source = {"repository": str(location), "host": host, "last": int(args.last)}
-    return spread_priors(found), source, method_priors(found)
-
-
-def add_to_history(args: argparse.Namespace, root: Path, versions: dict[str, Version]) -> None:
-    """Add the finished experiment at ``root`` to the repository of `duet run --history`."""
-    from ..history import Repository
-    from ..report.history_tables import added_table
-
-    with Repository.open(args.history) as repo:
-        info = repo.add(root, versions)
-        _terminal([added_table(info, repo.location)])
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history",
-        help="the results repository across versions: add, import, list, show, changes, mark, "
-        "remove",
+        help=SUMMARY["history"],
         description="Keep experiments of many versions in one repository, show each "
         "benchmark's series and find the versions that changed it (docs/history.md).",
     )
@@ -255,44 +163,18 @@ def _filter_flags(p: argparse.ArgumentParser, *, benchmark_required: bool = True
     )
 
 
-def repo_location(args: argparse.Namespace) -> str:
-    """--repo, else $DUET_HISTORY (a file path as typed, or a URL)."""
-    loc = args.repo or os.environ.get(REPO_ENV)
-    if not loc:
-        raise DuetError(
-            f"name the results repository with --repo FILE (or a postgresql:// URL), "
-            f"or set {REPO_ENV}"
-        )
-    return str(loc)
-
-
-def versions_from_args(args: argparse.Namespace) -> dict[str, Version]:
-    """The A and B versions from --versions / --git (see add_version_flags)."""
-    from ..history import parse_versions, version_from_git
-    from ..history.versions import SIDES, complete_versions
-
-    items = [x.strip() for v in args.versions or [] for x in v.split(",") if x.strip()]
-    if not items and args.git is None:
-        raise DuetError(
-            "say which versions the experiment compared: --versions v1.4.2 (both sides), "
-            "--versions A=v1.4.1,B=v1.4.2, or --git CHECKOUT (its HEAD)"
-        )
-    if args.git is None:
-        return complete_versions(parse_versions(items))
-    if not items:
-        v = version_from_git(args.git)
-        return {s: v for s in SIDES}
-    labels = complete_versions(parse_versions(items))
-    return {s: version_from_git(args.git, rev=v.label, label=v.label) for s, v in labels.items()}
-
-
 def run(args: argparse.Namespace) -> int:
     from ..history import Repository
+    from ..workflow.repository import versions_of
 
     location = repo_location(args)
     command = args.history_command
+    if command == "changes":
+        refuse_unused(
+            [("-o/--output", args.output, args.format != "table", "--format json|markdown")]
+        )
     if command == "add":  # bad flags are refused before a repository is created
-        sides = versions_from_args(args)
+        sides = versions_of(args.versions, args.git)
         if not args.results.exists():
             raise DuetError(f"{args.results} does not exist: give results/NAME of `duet run`")
         with Repository.open(location) as repo:
@@ -370,7 +252,7 @@ def _import(repo: Repository, args: argparse.Namespace, runs: list[Any]) -> int:
         notes=tuple(notes),
         empty="nothing new to import",
     )
-    _terminal([table])
+    print_tables([table])
     return ExitCode.OK
 
 
@@ -383,7 +265,7 @@ def _add(repo: Repository, args: argparse.Namespace, sides: dict[str, Version]) 
     if args.format == "json":
         _json(experiment_json(info), None)
     else:
-        _terminal([added_table(info, repo.location)])
+        print_tables([added_table(info, repo.location)])
     return ExitCode.OK
 
 
@@ -486,7 +368,7 @@ def _mark(repo: Repository, args: argparse.Namespace) -> int:
         method=args.method,
         host=args.host,
     )
-    _terminal([marks_table([m])])
+    print_tables([marks_table([m])])
     return ExitCode.OK
 
 
@@ -494,7 +376,7 @@ def _remove(repo: Repository, args: argparse.Namespace) -> int:
     e = repo.experiment(args.experiment)  # a HistoryError naming the repository if none
     repo.remove(e.id)
     repo.collect_garbage()  # its stored table goes once no experiment uses it
-    _terminal(
+    print_tables(
         [],
         f"removed experiment #{e.id} '{e.name}' ({e.version_a} vs {e.version_b}) from "
         f"{repo.location}",
@@ -504,7 +386,7 @@ def _remove(repo: Repository, args: argparse.Namespace) -> int:
 
 def _unmark(repo: Repository, args: argparse.Namespace) -> int:
     repo.unmark(args.mark)
-    _terminal([], f"removed mark #{args.mark}")
+    print_tables([], f"removed mark #{args.mark}")
     return ExitCode.OK
 
 
@@ -520,13 +402,13 @@ def _marks(repo: Repository, args: argparse.Namespace) -> int:
 
 
 def _gc(repo: Repository, args: argparse.Namespace) -> int:
-    from ._options import parse_duration
+    from ._flags import parse_duration
 
     text = str(args.min_age).strip()
     min_age = 0.0 if text in ("0", "0s") else parse_duration(text, "--min-age")
     removed = repo.collect_garbage(min_age_s=min_age)
     where = "files" if repo.db.kind == "sqlite" else "tables"
-    _terminal([], f"removed {len(removed)} unused stored {where} from {repo.location}")
+    print_tables([], f"removed {len(removed)} unused stored {where} from {repo.location}")
     return ExitCode.OK
 
 
@@ -560,16 +442,4 @@ def _render(title: str, tables: list[Any], fmt: str, output: Path | None) -> Non
 
         write_output(tables_markdown(title, tables), output)
     else:
-        _terminal(tables, title)
-
-
-def _terminal(tables: list[Any], title: str | None = None) -> None:
-    from ..report.formatting import rich_text
-    from ..report.terminal import make_console, print_notes, print_table
-
-    console = make_console()
-    if title:
-        console.print(f"[bold]{rich_text(title)}[/]")
-    for t in tables:
-        print_table(console, t)
-        print_notes(console, t.notes)
+        print_tables(tables, title)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._options import add_format_flag
+from . import SUMMARY
+from ._flags import add_format_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "hosts",
-        help="the hosts of an experiment: configuration, runs per status, health",
+        help=SUMMARY["hosts"],
         description=(
             "List the hosts that ran an experiment (or were excluded by its `hosts:` "
             "requirements) with their detected configuration, the runs they executed per "

@@ -12,17 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
+from ..options import MEASURES, RUN_STATS
+from . import SUMMARY
+from ._flags import add_format_flag, add_keep_unbalanced, parse_duration
+from ._options import add_threshold, parse_threshold
 
 if TYPE_CHECKING:
     from ..micro.api import MicroBenchmark
-from ..options import MEASURES, RUN_STATS
-from ._options import (
-    add_format_flag,
-    add_keep_unbalanced,
-    add_threshold,
-    parse_duration,
-    parse_threshold,
-)
 
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
@@ -30,7 +26,7 @@ METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "micro",
-        help="microbenchmarks: Python functions or an asv suite, A against B",
+        help=SUMMARY["micro"],
         description="Time Python functions (module:function, a bench_*.py file, an asv "
         "suite) in two interpreters or source trees, in lockstep by default, and print "
         "the verdict table. The results directory works with duet compare/report/evaluate.",

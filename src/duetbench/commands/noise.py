@@ -6,9 +6,13 @@ import argparse
 import signal
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..noise import DEFAULT_OFF_RANGE, DEFAULT_ON_RANGE, NoisyNeighbour, patterns
+from ..noise import DEFAULT_OFF_RANGE, DEFAULT_ON_RANGE, patterns
+from . import SUMMARY
+
+if TYPE_CHECKING:
+    from ..noise import NoisyNeighbour
 
 SCHEDULE_HORIZON_S = 300.0  # --print-schedule without --duration
 
@@ -42,7 +46,7 @@ def register(subparsers: Any) -> None:
     names = patterns()
     p = subparsers.add_parser(
         "noise",
-        help="run a seeded noisy neighbour in the foreground",
+        help=SUMMARY["noise"],
         description=(
             "Run reproducible on/off interference (a noisy neighbour) until --duration "
             "ends or Ctrl-C/SIGTERM; every process it started is gone when it returns. "
@@ -90,6 +94,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``duet noise`` command. Raises :class:`DuetError` on bad arguments."""
+    from ..noise import NoisyNeighbour
     from ..units import duration
 
     seconds = None if args.duration is None else duration(args.duration, "--duration")

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._options import add_format_flag
-
-if TYPE_CHECKING:
-    from ..config.limits import HostCpus
-
-EXECUTORS = ("local", "docker", "podman")
+from . import SUMMARY
+from ._flags import (
+    EXECUTORS,
+    add_format_flag,
+    add_last_flag,
+    add_repo_flag,
+    last_experiments,
+    refuse_unused,
+    split_only,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "plan",
-        help="print the plan of an experiment without running it",
+        help=SUMMARY["plan"],
         description="Print every run `duet run` would execute, in order, with each run's "
         "sides, AB/BA order and CPUs, without running anything; with --precision or "
         "--detect, predict the runs and machine time a goal needs from earlier results.",
@@ -56,44 +60,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="RESULTS",
         help="earlier results directory (or iterations table) of these benchmarks, whose "
-        "spread the predictions use (--precision and --detect need it or --history)",
+        "spread the predictions use (--precision and --detect need it or --repo)",
     )
-    g.add_argument(
-        "--history",
-        metavar="REPO",
-        help="a results repository (file or postgresql:// URL): plan from the priors of "
-        "each benchmark x method on this host -- spread, machine time -- of its last "
-        "experiments (docs/history.md, 'Priors'); a fixed run count then also states the "
-        "precision it reaches with 95 %% probability",
+    add_repo_flag(
+        g,
+        ": plan from the priors of each benchmark x method on this host -- spread, machine "
+        "time -- of its last experiments (docs/history.md, 'Priors'); a fixed run count then "
+        "also states the precision it reaches with 95 %% probability",
+        alias=True,
     )
     g.add_argument(
         "--host",
         metavar="FP",
-        help="with --history: plan for the host with this fingerprint (a prefix; default: "
+        help="with --repo: plan for the host with this fingerprint (a prefix; default: "
         "this host's; `duet history list` shows them)",
     )
-    g.add_argument(
-        "--last",
-        type=int,
-        default=10,
-        metavar="N",
-        help="with --history: the priors from the last N experiments (default 10)",
-    )
-
-
-def split_only(only: list[str] | None) -> list[str] | None:
-    """``--only a,b --only c`` -> ``[a, b, c]`` (None: every benchmark)."""
-    if not only:
-        return None
-    return [x for o in only for x in o.split(",") if x]
-
-
-def this_host_cpus(note: str = "") -> HostCpus:
-    """The CPUs this host offers, to check a config's ``cpus:`` lists against."""
-    from ..config.limits import HostCpus
-    from ..hosts import available_cpus, host_name
-
-    return HostCpus(host_name(), available_cpus(), note)
+    add_last_flag(g, "with --repo")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,14 +85,21 @@ def run(args: argparse.Namespace) -> int:
     from ..plan import make_plan
     from ..report.tables import plan_table
     from ..report.terminal import make_console, print_titled
+    from ..workflow.host import this_host_cpus
 
+    refuse_unused(
+        [
+            ("--host", args.host, bool(args.repo), "--repo REPO"),
+            ("--last", args.last, bool(args.repo), "--repo REPO"),
+        ]
+    )
     note = (
         "(`duet plan` checks this host; `duet run --cluster` checks each host of the cluster "
         "instead, and `duet plan --no-cpu-check` plans such runs.)"
     )
     host_cpus = None if args.no_cpu_check else this_host_cpus(note)
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
-    if args.history:
+    if args.repo:
         return history_forecast(args, exp)
     if args.precision or args.detect or args.source:
         return forecast_command(args, exp)
@@ -135,7 +124,7 @@ def _goal(args: argparse.Namespace) -> tuple[float | None, float | None]:
 
 
 def history_forecast(args: argparse.Namespace, exp: Any) -> int:
-    """`duet plan --history REPO [--precision P | --detect C]`: from the priors."""
+    """`duet plan --repo REPO [--precision P | --detect C]`: from the priors."""
     import json
 
     from ..adaptive.forecast import forecast
@@ -146,14 +135,13 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
     from ..report.terminal import make_console, print_titled
 
     if args.source:
-        raise ConfigError("give --from RESULTS or --history REPO, not both")
-    if args.last < 1:
-        raise ConfigError(f"--last must be at least 1 (experiments), got {args.last}")
+        raise ConfigError("give --from RESULTS or --repo REPO, not both")
+    last = last_experiments(args)
     precision, detect = _goal(args)
     host = args.host or fingerprint(detect_host()).fingerprint
-    with Repository.open(args.history, create=False) as repo:
+    with Repository.open(args.repo, create=False) as repo:
         location = repo.location
-        found = [p for p in priors(repo, host=host, last=args.last) if p.usable]
+        found = [p for p in priors(repo, host=host, last=last) if p.usable]
     hosts = {p.host for p in found}
     if len(hosts) > 1:
         raise ConfigError(
@@ -189,7 +177,7 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
         if detect is not None
         else "the config's runs"
     )
-    source = f"{location}, host {host[:12]}, last {args.last} experiments"
+    source = f"{location}, host {host[:12]}, last {last} experiments"
     if args.format == "json":
         doc = {"goal": goal, "source": source, "host": host, "rows": rows}
         print(json.dumps(doc, indent=2))
@@ -210,10 +198,8 @@ def forecast_command(args: argparse.Namespace, exp: Any) -> int:
     if not (args.precision or args.detect) or not args.source:
         raise ConfigError(
             "predictions need a goal and earlier runs: duet plan duet.yml --precision 1% "
-            "--from results/OLD (or --detect 2%, or --history REPO)"
+            "--from results/OLD (or --detect 2%, or --repo REPO)"
         )
-    if args.host:
-        raise ConfigError("--host is for --history REPO")
     precision, detect = _goal(args)
     from ..adaptive.forecast import forecast
     from ..dataset import open_dataset

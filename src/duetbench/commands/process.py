@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import SUMMARY
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    q = sub.add_parser("process", help="raw runs -> the iterations table (Parquet or CSV)")
+    q = sub.add_parser("process", help=SUMMARY["process"])
     q.add_argument("source", type=Path, help="results directory (results/<experiment>)")
     q.add_argument(
         "-o",

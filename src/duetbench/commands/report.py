@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._options import add_report_options, add_source_command, report_options
+from . import SUMMARY
+from ._options import add_report_options, add_source_command, given_recorded, report_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_source_command(
         sub,
         "report",
-        help="one self-contained HTML report (or Markdown for $GITHUB_STEP_SUMMARY)",
+        help=SUMMARY["report"],
         description="Write an HTML report that opens offline in any browser: verdicts, "
         "confidence intervals, run timelines, distributions, MDS, overlaps, speedups, hosts. "
         "See docs/report.md.",
@@ -30,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
     from ..report.html import render_html
     from ..report.markdown import report_markdown
     from ..text import visible
+    from ..workflow.evaluation import evaluate_source
     from ..workflow.output import write_output
-    from .evaluate import evaluate_source
 
     opts = report_options(args)
     # the verdicts every command shows (an adaptive experiment's: its stopping rule's)
-    ev, table = evaluate_source(args, opts.evaluate)
+    ev, table = evaluate_source(args.source, opts.evaluate, given_recorded(args))
     if args.format == "markdown":
         write_output(report_markdown(ev, table), args.output)
         return 0

@@ -7,17 +7,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from .history import add_history_flags, add_to_history, history_priors, history_versions
-from .plan import EXECUTORS
+from . import SUMMARY
+from ._flags import EXECUTORS, add_run_repo_flags, last_experiments, refuse_unused, split_only
 
 if TYPE_CHECKING:
-    pass
+    from ..history import Version
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
-        help="run an experiment from a duet.yml",
+        help=SUMMARY["run"],
         description="Run an experiment: every planned run of every benchmark and method.",
         epilog="exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
         "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
@@ -77,14 +77,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--method",
         choices=["auto"],
         help="auto: a pilot of every method, then the one with the best precision per "
-        "machine-second for each benchmark; with --history, no pilot of the methods the "
+        "machine-second for each benchmark; with --repo, no pilot of the methods the "
         "repository knows on this host (docs/adaptive.md)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
     p.add_argument(
         "--no-compare", action="store_true", help="do not print the verdict table at the end"
     )
-    add_history_flags(p)
+    add_run_repo_flags(p)
+
+
+def repo_versions(args: argparse.Namespace, adaptive: bool) -> dict[str, Version] | None:
+    """The versions to add the experiment as (None: it is not added): --versions/--git
+    name them for --repo; with a stopping rule, --repo alone only gives priors."""
+    from ..workflow.repository import versions_of
+
+    if not args.repo or (adaptive and not args.versions and args.git is None):
+        return None
+    return versions_of(args.versions, args.git)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,11 +102,20 @@ def run(args: argparse.Namespace) -> int:
     from ..config.stop import with_auto, with_stop_overrides
     from ..micro.experiment import prepare_experiment
     from ..report.progress import RichObserver
+    from ..workflow.host import this_host_cpus
+    from ..workflow.repository import read_priors
     from ..workflow.runs import runs_not_ok
     from ..workflow.verdicts import print_after_run
     from ._output import resume_command
-    from .plan import split_only, this_host_cpus
 
+    refuse_unused(
+        (flag, value, bool(args.repo), "--repo REPO")
+        for flag, value in (
+            ("--last", args.last),
+            ("--versions", args.versions),
+            ("--git", args.git),
+        )
+    )
     # runs on a cluster are checked on each host (schedule/cluster.py), not here
     host_cpus = None if args.cluster else this_host_cpus()
     exp = load_config(args.config, executor=args.executor, host_cpus=host_cpus)
@@ -106,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
         exp, until=args.until, threshold=args.threshold, budget=args.budget, max_runs=args.max_runs
     )
     adaptive = any(b.stop is not None for b in exp.benchmarks)
-    # --history with a stopping rule: its priors; without versions it is not added to
-    versions = history_versions(args, optional=adaptive)  # checked before any run
-    priors = history_priors(args, exp) if args.history and adaptive else None
+    refuse_unused([("--last", args.last, adaptive, "a stopping rule (--until, or stop:)")])
+    # --repo with a stopping rule: its priors; without versions it is not added to
+    versions = repo_versions(args, adaptive)  # checked before any run
+    priors = read_priors(args.repo, last_experiments(args)) if args.repo and adaptive else None
     exp = prepare_experiment(exp, args.output, resume=args.resume)  # harness: python
     observer = RichObserver(verbose=args.verbose, resume=resume_command(args))
     only = split_only(args.only)
@@ -135,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_compare:
         print_after_run(summary.root)
     if versions is not None:
-        add_to_history(args, summary.root, versions)
+        add_to_repository(args.repo, summary.root, versions)
     bad = runs_not_ok(summary.root, exp, only)
     if bad:
         from ..report.progress import print_runs_not_ok
@@ -143,3 +163,14 @@ def run(args: argparse.Namespace) -> int:
         print_runs_not_ok(observer.console, summary.root, bad)
         return ExitCode.RUNS_FAILED
     return ExitCode.OK
+
+
+def add_to_repository(location: str, root: Path, versions: dict[str, Version]) -> None:
+    """Add the finished experiment at ``root`` to the repository of `duet run --repo`, and
+    say so."""
+    from ..report.history_tables import added_table
+    from ..workflow.output import print_tables
+    from ..workflow.repository import add_experiment
+
+    info, where = add_experiment(location, root, versions)
+    print_tables([added_table(info, where)])

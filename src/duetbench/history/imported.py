@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..files import FileRefused, check_regular, read_bytes
 from ._db import HistoryError
 from ._ingest import ExperimentData
 from .fingerprint import HostFingerprint
@@ -133,19 +134,29 @@ class ImportedRun:
 
 
 def _read(path: Path, what: str) -> str:
+    """A file's text, read as every command reads a user's file (``files.py``): a regular
+    file only -- a FIFO would block, ``/dev/zero`` never end -- of at most
+    :data:`MAX_FILE_BYTES`."""
     try:
-        size = path.stat().st_size
+        data = read_bytes(path, MAX_FILE_BYTES)
+    except FileRefused as exc:
+        raise ImportFileError(f"{path}: cannot read it as a {what} file: {exc.strerror}") from None
     except OSError as exc:
-        raise ImportFileError(f"{path}: cannot read it ({exc.strerror})") from None
-    if size > MAX_FILE_BYTES:
-        raise ImportFileError(
-            f"{path}: {size} bytes is larger than a {what} file is ({MAX_FILE_BYTES >> 20} MiB "
-            "at most); is it the right file?"
-        )
+        raise ImportFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ImportFileError(f"{path}: not a {what} file (not UTF-8 text)") from None
+
+
+def _regular(path: Path, what: str) -> None:
+    """Refuse ``path`` unless it is a regular file (a FIFO, a device: named, never opened)."""
+    try:
+        check_regular(path, MAX_FILE_BYTES)
+    except FileRefused as exc:
+        raise ImportFileError(f"{path}: cannot read it as a {what} file: {exc.strerror}") from None
+    except OSError as exc:
+        raise ImportFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def _json(path: Path, what: str) -> Any:

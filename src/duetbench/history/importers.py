@@ -52,6 +52,7 @@ from .imported import (
     _positive,
     _python_version,
     _read,
+    _regular,
 )
 from .versions import Version
 
@@ -68,10 +69,12 @@ _ASV = "asv results"
 
 
 def _asv_dirs(path: Path) -> tuple[Path, list[Path]]:
-    """(machine.json's directory, result files) of a results dir, a machine dir or a file."""
-    if path.is_file():
+    """(machine.json's directory, result files) of a results dir, a machine dir or a file
+    (any file found is read, and refused when it is no regular file)."""
+    if not path.is_dir():
+        _regular(path, _ASV)  # before its machine.json is looked for
         return path.parent, [path]
-    if (path / "machine.json").is_file():
+    if (path / "machine.json").exists():
         return path, sorted(p for p in path.glob("*.json") if p.name != "machine.json")
     raise ImportFileError(f"{path}: not an asv machine directory (no machine.json)")
 
@@ -79,8 +82,8 @@ def _asv_dirs(path: Path) -> tuple[Path, list[Path]]:
 def read_asv(path: Path) -> list[ImportedRun]:
     """An asv results directory (with a directory per machine), a machine's directory, or
     one result file (see the module doc)."""
-    if path.is_dir() and not (path / "machine.json").is_file():
-        machines = sorted(d for d in path.iterdir() if (d / "machine.json").is_file())
+    if path.is_dir() and not (path / "machine.json").exists():
+        machines = sorted(d for d in path.iterdir() if (d / "machine.json").exists())
         _need(
             bool(machines),
             path,
@@ -101,7 +104,7 @@ def read_asv(path: Path) -> list[ImportedRun]:
 
 def _asv_benchmarks(path: Path) -> dict[str, tuple[str, str]]:
     """name -> (type, unit) from benchmarks.json (empty when there is none)."""
-    if not path.is_file():
+    if not path.exists():
         return {}
     doc = _json(path, "asv benchmarks.json")
     _need(isinstance(doc, dict), path, "asv benchmarks.json", "an object")
@@ -302,33 +305,25 @@ _PP = "pyperf"
 
 
 def read_pyperf(path: Path) -> list[ImportedRun]:
-    doc = _json(path, _PP)
-    _need(
-        isinstance(doc, dict) and isinstance(doc.get("benchmarks"), list) and "version" in doc,
-        path, _PP, "a pyperf JSON file (version, benchmarks with runs)",
-    )  # fmt: skip
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    """A pyperf JSON file, read by the parser `duet run` reads it with
+    (:func:`duetbench.parse.pyperf.read_pyperf_file`): every benchmark in seconds, the
+    mean of its values over all runs."""
+    from ..errors import ResultFileError
+    from ..parse.pyperf import read_pyperf_file
+
+    try:
+        file = read_pyperf_file(path)
+    except ResultFileError as exc:
+        raise ImportFileError(str(exc)) from None
+    meta = file.metadata
     results, skipped = [], []
-    for b in doc["benchmarks"]:
-        _need(
-            isinstance(b, dict) and isinstance(b.get("runs"), list),
-            path,
-            _PP,
-            "benchmarks with runs",
-        )
-        bmeta = {**meta, **(b.get("metadata") or {})}
-        name = str(bmeta.get("name") or "")
-        _need(bool(name), path, _PP, "a name in every benchmark's metadata")
-        if bmeta.get("unit", "second") != "second":
+    for b in file.benchmarks:
+        _need(b.name is not None, path, _PP, "a name in every benchmark's metadata")
+        name = str(b.name)
+        if b.unit != "second":
             skipped.append(name)
             continue
-        values = [
-            v
-            for r in b["runs"]
-            if isinstance(r, dict)
-            for v in r.get("values") or []
-            if _positive(v)
-        ]
+        values = [float(v) for r in b.runs for v in r.values if v > 0]
         if not values:  # calibration runs only
             continue
         arr = np.array(values, dtype=float) * 1e9
@@ -446,8 +441,8 @@ READERS = {
 def detect(path: Path) -> str:
     """Which tool wrote ``path`` (a clear error when none did)."""
     if path.is_dir():
-        if (path / "machine.json").is_file() or any(
-            (d / "machine.json").is_file() for d in path.iterdir() if d.is_dir()
+        if (path / "machine.json").exists() or any(
+            (d / "machine.json").exists() for d in path.iterdir() if d.is_dir()
         ):
             return "asv"
         if any(path.rglob("*.json")):
@@ -456,9 +451,9 @@ def detect(path: Path) -> str:
             f"{path}: a directory of no known tool (asv results with machine.json, or "
             "pytest-benchmark saved runs); give --tool"
         )
-    if not path.is_file():
+    if not path.exists():
         raise ImportFileError(f"{path} does not exist")
-    text = _read(path, "results")
+    text = _read(path, "results")  # a FIFO or a device is refused here, never opened
     if _PREFIX.match(text):
         return "github-action-benchmark"
     try:

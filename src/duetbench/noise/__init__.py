@@ -35,7 +35,8 @@ Modules: ``bursts`` (the seeded schedule), ``neighbour`` (:class:`NoisyNeighbour
 exit/signal registry); process groups and prctl are ``duetbench.proctools.groups``. ``duet noise`` is ``duetbench.commands.noise``.
 """
 
-from ..proctools.groups import group_processes
+from typing import TYPE_CHECKING, Any
+
 from .bursts import (
     DEFAULT_HORIZON_S,
     DEFAULT_OFF_RANGE,
@@ -44,7 +45,10 @@ from .bursts import (
     draw_bursts,
     patterns,
 )
-from .neighbour import NoisyNeighbour
+
+if TYPE_CHECKING:
+    from ..proctools.groups import group_processes
+    from .neighbour import NoisyNeighbour
 
 __all__ = [
     "DEFAULT_HORIZON_S",
@@ -56,3 +60,17 @@ __all__ = [
     "group_processes",
     "patterns",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`NoisyNeighbour` and ``group_processes`` load the process machinery
+    (subprocess, the controller) when first used: `duet --help` reads only the patterns."""
+    if name == "NoisyNeighbour":
+        from .neighbour import NoisyNeighbour
+
+        return NoisyNeighbour
+    if name == "group_processes":
+        from ..proctools.groups import group_processes
+
+        return group_processes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

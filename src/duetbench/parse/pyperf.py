@@ -9,6 +9,10 @@ measurement, ``value * loops * inner_loops`` -- pyperf's "raw value" -- which th
 timestamps use. Both exact in decimal, rounded once to the ns (half to even).
 :func:`check_loops` finds benchmarks whose A and B ran different loop counts.
 
+:func:`read_pyperf_file` is the one reader of the format: the parser here and `duet
+history import` (``history/importers.py``) both read a file through it, so a file one
+accepts the other reads alike, and both read it bounded (``files.py``).
+
 pyperf records no per-value timestamps. Its worker takes the run's ``date``
 (local wall clock, microseconds, no time zone) when collecting metadata *after*
 the last value was measured (pyperf 2.10, ``_worker.py``: ``compute()``), and
@@ -26,6 +30,7 @@ without one, the local time zone of the machine parsing the results is used.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -60,6 +65,108 @@ def parse_pyperf(ctx: SideContext) -> pd.DataFrame:
         df, origin = _parse_file(path, ctx, origin)
         frames.append(df)
     return combined(frames, files, ctx)
+
+
+# --------------------------------------------------------------------------- the file
+
+
+@dataclass(frozen=True)
+class PyperfRun:
+    """One run of a benchmark (one pyperf worker process), as the file holds it."""
+
+    values: tuple[Decimal, ...]  # seconds per loop (per inner loop), exact
+    warmups: tuple[tuple[int, Decimal], ...]  # (loops, value as the format stores it)
+    metadata: Mapping[str, Any]  # the file's, the benchmark's and the run's, merged
+
+
+@dataclass(frozen=True)
+class PyperfBenchmark:
+    """One benchmark of a pyperf file."""
+
+    index: int  # its place in the file
+    name: str | None  # pyperf's 'name' metadata (None: the file has none)
+    unit: str  # 'second' for times; 'byte' (--track-memory) or 'integer' otherwise
+    metadata: Mapping[str, Any]  # the file's and the benchmark's, merged
+    runs: tuple[PyperfRun, ...]
+
+
+@dataclass(frozen=True)
+class PyperfFile:
+    """A pyperf / pyperformance JSON file, checked and read exactly (numbers as Decimal)."""
+
+    path: Path
+    #: format 1.0 stores warm-ups per loop; format 6 (pyperf 0.9.6 .. 0.9.x) the raw value
+    warmups_per_loop: bool
+    metadata: Mapping[str, Any]
+    benchmarks: tuple[PyperfBenchmark, ...]
+
+
+def read_pyperf_file(path: Path) -> PyperfFile:
+    """The pyperf JSON file at ``path`` (``.json.gz`` too), read through the bounded
+    reader (a regular file only, at most ``files.RESULT_FILE_MAX``); a file that is not
+    one is a :class:`ResultFileError` saying why."""
+    doc = load_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise ResultFileError(path, "not a pyperf JSON file: no 'benchmarks' list")
+    version = doc.get("version")
+    if version not in ("1.0", 6):
+        raise ResultFileError(
+            path, f"unsupported pyperf file format version {version!r} (supported: '1.0' and 6)"
+        )
+    suite_meta = _object(doc.get("metadata"), path, "the file")
+    benchmarks = []
+    for b, bench in enumerate(doc["benchmarks"]):
+        if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list):
+            raise ResultFileError(path, f"benchmarks[{b}] has no 'runs' list")
+        bench_meta = {**suite_meta, **_object(bench.get("metadata"), path, f"benchmarks[{b}]")}
+        first = bench["runs"][0] if bench["runs"] else {}
+        first_meta = first.get("metadata") if isinstance(first, dict) else None
+        # pyperf keeps 'name' and 'unit' equal across a benchmark's runs
+        common = {**bench_meta, **(first_meta if isinstance(first_meta, dict) else {})}
+        name = str(common["name"]) if common.get("name") else None
+        label = name or f"benchmark_{b}"
+        runs = tuple(
+            _file_run(path, f"benchmarks[{b}].runs[{r}] ({label})", run, bench_meta)
+            for r, run in enumerate(bench["runs"])
+        )
+        unit = str(common.get("unit", "second"))
+        benchmarks.append(PyperfBenchmark(b, name, unit, bench_meta, runs))
+    return PyperfFile(path, version == "1.0", suite_meta, tuple(benchmarks))
+
+
+def _object(value: Any, path: Path, where: str) -> dict[str, Any]:
+    """A metadata object (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ResultFileError(path, f"{where}: 'metadata' is not an object")
+    return value
+
+
+def _file_run(path: Path, where: str, run: Any, bench_meta: dict[str, Any]) -> PyperfRun:
+    if not isinstance(run, dict):
+        raise ResultFileError(path, f"{where} is not an object")
+    meta = {**bench_meta, **_object(run.get("metadata"), path, where)}
+    values = run.get("values") or []
+    if not isinstance(values, list):
+        raise ResultFileError(path, f"{where}.values is not a list")
+    warmups = run.get("warmups") or []
+    if not isinstance(warmups, list):
+        raise ResultFileError(path, f"{where}.warmups is not a list")
+    pairs = []
+    for i, warmup in enumerate(warmups):
+        if not isinstance(warmup, list) or len(warmup) != 2:
+            raise ResultFileError(path, f"{where}.warmups[{i}] is not a [loops, value] pair")
+        loops = _positive_int(warmup[0], path, f"{where}.warmups[{i}] loops")
+        pairs.append((loops, to_decimal(warmup[1], path, None, f"{where}.warmups[{i}]")))
+    return PyperfRun(
+        tuple(to_decimal(v, path, None, f"{where}.values[{i}]") for i, v in enumerate(values)),
+        tuple(pairs),
+        meta,
+    )
+
+
+# --------------------------------------------------------------------------- rows
 
 
 @dataclass(frozen=True)
@@ -106,41 +213,17 @@ class _Run:
 def _parse_file(
     path: Path, ctx: SideContext, origin: int | None
 ) -> tuple[pd.DataFrame, int | None]:
-    doc = load_json(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        raise ResultFileError(path, "not a pyperf JSON file: no 'benchmarks' list")
-    version = doc.get("version")
-    if version == "1.0":
-        warmups_per_loop = True
-    elif version == 6:  # pyperf 0.9.6 .. 0.9.x: warm-ups stored as raw values
-        warmups_per_loop = False
-    else:
-        raise ResultFileError(
-            path, f"unsupported pyperf file format version {version!r} (supported: '1.0' and 6)"
-        )
-    suite_meta = doc.get("metadata") or {}
-
+    file = read_pyperf_file(path)
     runs: list[_Run] = []
     not_time: dict[str, str] = {}  # benchmark -> unit, for benchmarks that measured no time
-    for b, bench in enumerate(doc["benchmarks"]):
-        if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list):
-            raise ResultFileError(path, f"benchmarks[{b}] has no 'runs' list")
-        bench_meta = {**suite_meta, **(bench.get("metadata") or {})}
-        first_run = bench["runs"][0] if bench["runs"] else {}
-        first_meta = first_run.get("metadata") if isinstance(first_run, dict) else None
-        # pyperf keeps 'name' and 'unit' equal across a benchmark's runs
-        common = {**bench_meta, **(first_meta if isinstance(first_meta, dict) else {})}
-        workload = str(common.get("name") or f"benchmark_{b}")
-        unit = common.get("unit", "second")
-        if unit != "second":  # --track-memory (byte), or a count (integer)
-            not_time[workload] = str(unit)
+    for bench in file.benchmarks:
+        workload = bench.name or f"benchmark_{bench.index}"
+        if bench.unit != "second":  # --track-memory (byte), or a count (integer)
+            not_time[workload] = bench.unit
             continue
-        for r, run in enumerate(bench["runs"]):
-            where = f"benchmarks[{b}].runs[{r}] ({workload})"
-            if not isinstance(run, dict):
-                raise ResultFileError(path, f"{where} is not an object")
-            meta = {**bench_meta, **(run.get("metadata") or {})}
-            runs.append(_read_run(path, where, workload, r, run, meta, warmups_per_loop))
+        for r, run in enumerate(bench.runs):
+            where = f"benchmarks[{bench.index}].runs[{r}] ({workload})"
+            runs.append(_read_run(path, where, workload, r, run, file.warmups_per_loop))
     if not runs and not_time:
         listed = ", ".join(f"{name} ({unit})" for name, unit in not_time.items())
         raise ResultFileError(
@@ -201,10 +284,10 @@ def _read_run(
     where: str,
     workload: str,
     worker: int,
-    run: dict[str, Any],
-    meta: dict[str, Any],
+    run: PyperfRun,
     warmups_per_loop: bool,
 ) -> _Run:
+    meta = run.metadata
     loops = _positive_int(meta.get("loops", 1), path, f"{where} metadata 'loops'")
     inner = _positive_int(meta.get("inner_loops", 1), path, f"{where} metadata 'inner_loops'")
     date = meta.get("date")
@@ -218,24 +301,12 @@ def _read_run(
         except ValueError as exc:
             raise ResultFileError(path, f"{where}: metadata 'date': {exc}") from None
 
-    values = run.get("values") or []
-    if not isinstance(values, list):
-        raise ResultFileError(path, f"{where}.values is not a list")
-    warmups = run.get("warmups") or []
-    if not isinstance(warmups, list):
-        raise ResultFileError(path, f"{where}.warmups is not a list")
     items: list[_Item] = []
-    for i, warmup in enumerate(warmups):
-        if not isinstance(warmup, list) or len(warmup) != 2:
-            raise ResultFileError(path, f"{where}.warmups[{i}] is not a [loops, value] pair")
-        w_loops = _positive_int(warmup[0], path, f"{where}.warmups[{i}] loops")
-        value = to_decimal(warmup[1], path, None, f"{where}.warmups[{i}]")
+    for w_loops, value in run.warmups:
         if not warmups_per_loop:  # format 6 stored the raw value
             value = value / (w_loops * inner)
         items.append(_item(value, w_loops, inner, warmup=True))
-    for i, raw_value in enumerate(values):
-        value = to_decimal(raw_value, path, None, f"{where}.values[{i}]")
-        items.append(_item(value, loops, inner, warmup=False))
+    items += [_item(value, loops, inner, warmup=False) for value in run.values]
     if any(item.raw_ns < 0 for item in items):
         raise ResultFileError(path, f"{where} has a negative value")
 

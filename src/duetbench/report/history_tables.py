@@ -218,7 +218,7 @@ def priors_table(priors: Sequence[Prior], last: int) -> Table:
         rows=tuple(rows),
         caption="run spread: the sd of the run values pooled over the experiments, each "
         "experiment's own mean removed (df: its degrees of freedom); what `duet plan "
-        "--history` plans with",
+        "--repo` plans with",
         notes=notes,
     )
 

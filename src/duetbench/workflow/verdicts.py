@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +19,13 @@ from ..errors import DuetError
 from ..text import visible
 
 if TYPE_CHECKING:
+    from ..dataset import Dataset
+    from ..options import CompareOptions
     from ..verdicts import VerdictTable
+
+#: what a results directory records for its analysis: the experiment's seed, the config's
+#: `measure:` and `threshold:` (a command line that names none of them gets these)
+RECORDED = ("seed", "measure", "threshold")
 
 
 def judge(root: Path, **options: Any) -> VerdictTable:
@@ -29,6 +37,15 @@ def judge(root: Path, **options: Any) -> VerdictTable:
     dataset = open_dataset(root)
     given = {k: v for k, v in options.items() if v is not None}
     return verdicts(dataset, default_options(dataset, **given))
+
+
+def with_recorded(
+    opts: CompareOptions, dataset: Dataset, given: Collection[str] = ()
+) -> CompareOptions:
+    """``opts`` with what the results directory recorded (:data:`RECORDED`) for every
+    option the caller did not give (``given``: the names it did)."""
+    recorded = {"seed": dataset.seed, "measure": dataset.measure, "threshold": dataset.threshold}
+    return replace(opts, **{k: v for k, v in recorded.items() if k not in given})
 
 
 def render(
