@@ -8,9 +8,11 @@ hooks for tuples, "increasing speed". The script
 
 1. downloads both sdists (``pip download --no-deps --no-binary :all: cattrs==V``) and
    unpacks them into ``--work``; nothing of cattrs is kept in this repository;
-2. makes one virtual environment (``--work``/env) with this duetbench (editable),
-   pytest-benchmark and cattrs's dependencies -- not cattrs itself: each release's
-   ``src`` goes first on ``sys.path``;
+2. installs cattrs's dependencies (attrs, typing-extensions) into ``--work``/deps
+   (``pip install --target``), which goes on ``PYTHONPATH`` of every tool's processes --
+   not cattrs itself: each release's ``src`` goes first on ``sys.path``. Every tool runs
+   on ``--python`` (default: this interpreter), which needs duetbench, pytest and
+   pytest-benchmark (``pip install -e ".[test]"`` has them);
 3. runs, from 26.2.0's tree (its ``bench/`` folder, which has the tuple benchmarks that
    came with the change, and its pyproject's pytest settings), ``--repeats`` times:
 
@@ -35,7 +37,7 @@ hooks for tuples, "increasing speed". The script
     python benchmarks/case_study_cattrs.py --work /tmp/cattrs-case --repeats 2 --long-budget 180s
     python benchmarks/case_study_cattrs.py --work /tmp/cattrs-case --tests bench/test_tuples.py --budget 20s
 
-Needs the package index (pip). The work directory keeps the sdists and the environment.
+Needs the package index (pip). The work directory keeps the sdists and the dependencies.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ REPO = Path(__file__).resolve().parent.parent
 RELEASES = ("26.1.0", "26.2.0")
 #: the selection of the suite run by every tool (from release B's tree)
 DEFAULT_TESTS = ("bench", "--ignore=bench/test_enums.py")
-#: what the environment has besides this duetbench: pytest-benchmark and what cattrs needs
-DEPENDENCIES = ("pytest-benchmark", "attrs", "typing-extensions")
+#: what cattrs needs (installed into the work directory, not into the interpreter)
+DEPENDENCIES = ("attrs", "typing-extensions")
 #: the plugin of the timeit tool (written into the work directory, loaded with ``-p``)
 TIMEIT_MODULE = "case_timeit"
 TIMEIT_PLUGIN = '''"""timeit of every benchmark test's call (benchmarks/case_study_cattrs.py)."""
@@ -121,22 +123,23 @@ def fetch(work: Path) -> dict[str, Path]:
     return trees
 
 
-def environment(work: Path) -> Path:
-    """The one interpreter every tool uses: this duetbench, pytest-benchmark, attrs."""
-    env = work / "env"
-    python = env / "bin" / "python"
-    if not (env / ".complete").exists():
-        _log(f"creating {env}")
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True)
+def dependencies(work: Path, python: Path) -> Path:
+    """cattrs's dependencies in a folder of their own (installed once), and the timeit
+    plugin beside them; the interpreter must have pytest-benchmark and duetbench."""
+    deps = work / "deps"
+    if not (deps / ".complete").exists():
+        _log(f"installing {' '.join(DEPENDENCIES)} into {deps}")
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "-e", str(REPO), *DEPENDENCIES], check=True
+            [str(python), "-m", "pip", "install", "-q", "--target", str(deps), *DEPENDENCIES],
+            check=True,
         )
-        (env / ".complete").touch()
-    (work / f"{TIMEIT_MODULE}.py").write_text(TIMEIT_PLUGIN)
-    return python
+        (deps / ".complete").touch()
+    (deps / f"{TIMEIT_MODULE}.py").write_text(TIMEIT_PLUGIN)
+    return deps
 
 
-def versions(python: Path) -> dict[str, str]:
+def versions(python: Path, work: Path) -> dict[str, str]:
+    """The versions every tool ran with (attrs: the one in the dependencies' folder)."""
     code = (
         "import importlib.metadata as m, json, platform\n"
         "names = ['pytest', 'pytest-benchmark', 'attrs', 'duetbench']\n"
@@ -144,14 +147,19 @@ def versions(python: Path) -> dict[str, str]:
         "d['python'] = platform.python_version()\n"
         "print(json.dumps(d))\n"
     )
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    env = side_env(None, work)
+    done = subprocess.run(
+        [str(python), "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
-def side_env(tree: Path, work: Path) -> dict[str, str]:
-    """The environment of a one-release run: the release's src first on sys.path."""
+def side_env(tree: Path | None, work: Path) -> dict[str, str]:
+    """The environment of a run: the release's src first on sys.path (none for the duet:
+    the plugin puts each side's tree first), then the dependencies."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUET_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(tree / "src"), str(work)])
+    first = [] if tree is None else [str(tree / "src")]
+    env["PYTHONPATH"] = os.pathsep.join([*first, str(work / "deps")])
     return env
 
 
@@ -174,21 +182,32 @@ def timed_run(cmd: list[str], **kw: Any) -> tuple[subprocess.CompletedProcess[st
 
 
 def run_duet(
-    python: Path, trees: dict[str, Path], tests: list[str], budget: str | None, out: Path
+    python: Path,
+    trees: dict[str, Path],
+    tests: list[str],
+    budget: str | None,
+    work: Path,
+    out: Path,
 ) -> dict[str, Any]:
     """The plugin's session: its wall time, verdict table (markdown) and rows (JSON of
     ``duet compare`` on the results directory it wrote)."""
     a, b = (trees[v] for v in RELEASES)
+    out.mkdir(parents=True, exist_ok=True)
     report = out / "verdicts.md"
     cmd = [str(python), "-m", "pytest", *tests, "--duet-a", str(a / "src"), "--duet-b", "src"]
     cmd += [] if budget is None else ["--duet-budget", budget]
     cmd += ["--duet-output", str(out), "--duet-format", "markdown", "--duet-report", str(report)]
     _log(f"duet, budget {budget or 'default'}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DUET_")}
-    env.pop("PYTHONPATH", None)
-    done, wall = timed_run(cmd, cwd=b, env=env)
+    done, wall = timed_run(cmd, cwd=b, env=side_env(None, work))
     (out / "session.txt").write_text(done.stdout + done.stderr)
+    said = ("duet: ", "done in", "note: ")
+    summary = [line for line in done.stdout.splitlines() if line.startswith(said)]
+    got = {"wall_s": wall, "returncode": done.returncode, "said": summary, "table": "", "rows": {}}
+    got["load_after"] = os.getloadavg()[0]
     dirs = sorted(out.glob("pytest-*"))
+    if done.returncode == 2 and any(line.startswith("duet: error") for line in summary):
+        _log(f"duet refused to run: {summary[-1]}")
+        return got  # refused before any run (what it said is kept): a finding, not a crash
     if done.returncode not in (0, 1) or not dirs or not report.is_file():
         raise SystemExit(
             f"duet failed ({done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
@@ -197,17 +216,9 @@ def run_duet(
         [str(python), "-m", "duetbench", "compare", str(dirs[-1]), "--format", "json"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    rows = {r["benchmark"]: r for r in json.loads(compared.stdout)["rows"]}
-    said = ("duet: ", "done in", "note: ")
-    summary = [line for line in done.stdout.splitlines() if line.startswith(said)]
-    return {
-        "wall_s": wall,
-        "returncode": done.returncode,
-        "table": report.read_text(),
-        "rows": rows,
-        "said": summary,
-        "load_after": os.getloadavg()[0],
-    }
+    got["rows"] = {r["benchmark"]: r for r in json.loads(compared.stdout)["rows"]}
+    got["table"] = report.read_text()
+    return got
 
 
 def run_pytest_benchmark(
@@ -251,9 +262,11 @@ def one_round(
     b_tree = trees[RELEASES[1]]
     got: dict[str, Any] = {"load_before": os.getloadavg()[0], "started": _now()}
     if "duet" in args.tools:
-        got["duet"] = run_duet(python, trees, tests, args.budget, out / "duet")
+        got["duet"] = run_duet(python, trees, tests, args.budget, work, out / "duet")
         if args.long_budget:
-            got["duet_long"] = run_duet(python, trees, tests, args.long_budget, out / "duet-long")
+            got["duet_long"] = run_duet(
+                python, trees, tests, args.long_budget, work, out / "duet-long"
+            )
     order = RELEASES if index % 2 == 0 else RELEASES[::-1]
     for tool, fn in (("pytest-benchmark", run_pytest_benchmark), ("timeit", run_timeit)):
         if tool not in args.tools:
@@ -296,16 +309,8 @@ def comparison(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for key in ("duet", "duet_long"):
                 if key in got and name in got[key]["rows"]:
                     r = got[key]["rows"][name]
-                    row[key].append(
-                        (
-                            1 + r["change"],
-                            1 + r["ci_low"],
-                            1 + r["ci_high"],
-                            r["verdict"],
-                            r["measure"],
-                            r["runs"],
-                        )
-                    )
+                    ratio, low, high = (_ratio(r[k]) for k in ("change", "ci_low", "ci_high"))
+                    row[key].append((ratio, low, high, r["verdict"], r["measure"], r["runs"]))
             if "pytest-benchmark" in got:
                 sa = got["pytest-benchmark"][a]["stats"][nodeid]
                 sb = got["pytest-benchmark"][b]["stats"][nodeid]
@@ -319,12 +324,19 @@ def comparison(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _ratio(change: float | None) -> float | None:
+    """B/A of a change (``+0.05`` -> 1.05); None where duet formed no interval."""
+    return None if change is None else 1 + change
+
+
 def _duet_cell(values: list[tuple]) -> str:
     cells = []
     for ratio, low, high, verdict, measure, runs in values:
         word = {"no change detected": "--"}.get(verdict, f"**{verdict}**")
         wall = ", wall" if measure == "wall" else ""
-        cells.append(f"{ratio:.3f} [{low:.2f}, {high:.2f}] {word} ({runs} runs{wall})")
+        told = "" if ratio is None else f"{ratio:.3f} "
+        told += "" if low is None or high is None else f"[{low:.2f}, {high:.2f}] "
+        cells.append(f"{told}{word} ({runs} runs{wall})")
     return "<br>".join(cells)
 
 
@@ -401,7 +413,9 @@ def markdown(rounds: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--work", type=Path, required=True, help="sdists, environment and outputs")
+    p.add_argument("--work", type=Path, required=True, help="sdists, dependencies and outputs")
+    p.add_argument("--python", type=Path, default=Path(sys.executable),
+                   help="the interpreter of every tool (with duetbench and pytest-benchmark)")  # fmt: skip
     p.add_argument("--repeats", type=int, default=2, help="rounds of every tool")
     p.add_argument("--budget", help="--duet-budget of the duet session (default: the plugin's)")
     p.add_argument("--long-budget", help="a second duet session per round with this budget")
@@ -414,15 +428,19 @@ def main() -> None:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     trees = fetch(work)
-    python = environment(work)
+    python = args.python
+    dependencies(work, python)
     check_imports(python, trees, work)
-    meta = {"versions": versions(python), "command": " ".join(sys.argv[1:]), "cpus": os.cpu_count()}
+    meta = {
+        "versions": versions(python, work),
+        "command": " ".join(sys.argv[1:]),
+        "cpus": os.cpu_count(),
+    }
     rounds = [one_round(i, python, trees, args, work) for i in range(args.repeats)]
-    text = markdown(rounds, meta)
-    print(text)
     if args.json:
         doc = {"meta": meta, "rounds": rounds, "comparison": comparison(rounds)}
         args.json.write_text(json.dumps(doc, indent=1, default=str))
+    print(markdown(rounds, meta))
 
 
 if __name__ == "__main__":
