@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,17 +55,21 @@ def test_every_local_side_records_the_cpu_time_it_used(tmp_path: Path) -> None:
     )
     asleep = tmp_path / "asleep.py"
     asleep.write_text("import sys, time\ntime.sleep(float(sys.argv[1]))\n")
+    # the interpreter itself without site-packages' start-up hooks, not a `python3` on PATH
+    # that may be a shell shim: pyenv's shim and a .pth importing certifi cost a sleeping
+    # side 50-130 ms of CPU time per start, a third of what the test bounds
+    py = f"{sys.executable} -S"
     out = " && echo iteration,duration_ns > out.csv && echo 0,600000000 >> out.csv"
     root = _run(
         tmp_path,
         "experiment: {name: t, seed: 3, repetitions: {aduet: 1, seqn: 1}}\n"
         "defaults: {iterations: 2}\n"
         "benchmarks:\n"
-        f"  builtin:\n    A: {{command: python3 {busy} 0.3}}\n"
-        f"    B: {{command: python3 {asleep} 0.3}}\n"
+        f"  builtin:\n    A: {{command: {py} {busy} 0.3}}\n"
+        f"    B: {{command: {py} {asleep} 0.3}}\n"
         "  external:\n    harness: generic\n    results: [out.csv]\n"
-        f"    A: {{command: {json.dumps(f'python3 {busy} 0.6' + out)}}}\n"
-        f"    B: {{command: {json.dumps(f'python3 {asleep} 0.6' + out)}}}\n",
+        f"    A: {{command: {json.dumps(f'{py} {busy} 0.6' + out)}}}\n"
+        f"    B: {{command: {json.dumps(f'{py} {asleep} 0.6' + out)}}}\n",
     )
     runs = sorted((root / "runs").glob("*/run.json"))
     assert len(runs) == 2 * (1 + 2)

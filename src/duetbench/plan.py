@@ -124,6 +124,10 @@ class RunSpec:
         d["container"] = {
             k: list(v) if isinstance(v, list) else v for k, v in self.container.items()
         }
+        if not self.workload_benchmarks:
+            # written only when set (the pytest plugin's runs): every other run's record
+            # keeps the keys it had before the field existed
+            del d["workload_benchmarks"]
         return d
 
     @staticmethod
