@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from duetbench.adaptive import MethodPrior  # noqa: E402
-from duetbench.adaptive.prior import SpreadPrior  # noqa: E402
+from duetbench.adaptive.prior_intervals import SpreadPrior  # noqa: E402
 from duetbench.config import load_config  # noqa: E402
 from duetbench.config.stop import StopSettings  # noqa: E402
 from duetbench.plan import make_plan  # noqa: E402

@@ -44,7 +44,7 @@ import numpy as np
 
 from duetbench.adaptive import StopRule, first_stops, guards
 from duetbench.adaptive.guards import ShapePrior, lag1_autocorrelation
-from duetbench.adaptive.prior import SpreadPrior, prior_intervals
+from duetbench.adaptive.prior_intervals import SpreadPrior, prior_intervals
 from duetbench.adaptive.rules import _goal_reached, goal_first_look, outcomes
 from duetbench.adaptive.sequential import prefix_moments, running_intervals
 

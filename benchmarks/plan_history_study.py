@@ -36,7 +36,7 @@ import numpy as np
 
 from duetbench.adaptive import StopRule, first_stops
 from duetbench.adaptive.planning import precision_stop_runs
-from duetbench.adaptive.prior import SpreadPrior
+from duetbench.adaptive.prior_intervals import SpreadPrior
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from duetbench.adaptive import StopRule, first_stops
-from duetbench.adaptive.prior import SpreadPrior, prior_intervals
+from duetbench.adaptive.prior_intervals import SpreadPrior, prior_intervals
 from duetbench.adaptive.rules import goal_first_look
 from duetbench.adaptive.sequential import Design, running_intervals
 

@@ -22,7 +22,6 @@ from duetbench.adaptive import (
     first_stops,
     with_first_look,
 )
-from duetbench.adaptive.auto import choose_method
 from duetbench.adaptive.boundaries import (
     group_sequential_multiplier,
     group_sequential_z,
@@ -31,6 +30,7 @@ from duetbench.adaptive.boundaries import (
     obf_spending,
     t_mixture_multiplier,
 )
+from duetbench.adaptive.method_choice import choose_method
 from duetbench.adaptive.planning import (
     best_iterations,
     plan_for_power,
@@ -651,7 +651,7 @@ def test_a_chosen_methods_runs_contradict_its_prior_only_2x_noisier_and_beyond_c
     from scipy import stats
 
     from duetbench.adaptive import MethodPrior
-    from duetbench.adaptive.auto import contradicts
+    from duetbench.adaptive.method_choice import contradicts
 
     prior = MethodPrior(0.01, 20, 0.3)
     runs = [0.02, -0.02, 0.02, -0.02, 0.02, -0.02]  # var 0.00048 = 4.8x the prior's

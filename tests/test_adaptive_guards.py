@@ -20,7 +20,7 @@ from duetbench.adaptive.guards import (
     skewed_bounds,
     strong_skew,
 )
-from duetbench.adaptive.prior import SpreadPrior
+from duetbench.adaptive.prior_intervals import SpreadPrior
 from duetbench.adaptive.sequential import running_intervals
 
 

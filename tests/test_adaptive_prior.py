@@ -19,7 +19,12 @@ from scipy import stats
 
 from duetbench.adaptive import StopRule, decide, first_stops
 from duetbench.adaptive.guards import guard, skewed_bounds
-from duetbench.adaptive.prior import PRIOR_ALPHA, PRIOR_WEIGHT, SpreadPrior, prior_intervals
+from duetbench.adaptive.prior_intervals import (
+    PRIOR_ALPHA,
+    PRIOR_WEIGHT,
+    SpreadPrior,
+    prior_intervals,
+)
 from duetbench.adaptive.results import stop_rule
 from duetbench.adaptive.rules import goal_first_look
 from duetbench.adaptive.sequential import WIDTH_INFLATION, Design, running_intervals

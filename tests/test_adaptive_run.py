@@ -562,7 +562,7 @@ def _known(*methods: str, sd: float = 0.004) -> tuple[dict[Any, Any], dict[str, 
     """use_priors' arguments: the repository knows ``methods`` of benchmark `b` (aduet
     the tightest per machine-second; a seqn repetition is two runs)."""
     from duetbench.adaptive import MethodPrior
-    from duetbench.adaptive.prior import SpreadPrior
+    from duetbench.adaptive.prior_intervals import SpreadPrior
 
     table = {"seqn": (0.004, 0.2), "aduet": (sd, 0.1), "sduet": (0.008, 0.1)}
     spread = {("b", m): SpreadPrior(table[m][0], 30, 3, 33) for m in methods}
@@ -729,7 +729,7 @@ def test_method_auto_after_a_second_pilot_switches_only_where_the_repository_agr
     repository saw seqn at 20 % (a quiet stretch of a bursty neighbour looks like
     that): the pilot alone does not move the choice to seqn."""
     from duetbench.adaptive import MethodPrior
-    from duetbench.adaptive.prior import SpreadPrior
+    from duetbench.adaptive.prior_intervals import SpreadPrior
     from duetbench.schedule.adaptive import stop_key
 
     def value(spec: Any) -> float:

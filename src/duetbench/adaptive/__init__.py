@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..analysis.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
 from ..analysis.paired_runs import paired_runs, run_level_values
-from .auto import PILOT_RUNS, PILOT_SHARE, MethodChoice, MethodPrior, choose_method
+from .method_choice import PILOT_RUNS, PILOT_SHARE, MethodChoice, MethodPrior, choose_method
 from .planning import (
     Plan,
     StopRuns,

@@ -54,7 +54,7 @@ def forecast(
     Without a goal, only the fixed-count rows below. A benchmark whose run count is fixed
     (no ``stop:``) also states the precision its runs reach: :func:`fixed_reach`.
     ``priors``: per (benchmark, method) the repository's prior spread
-    (:class:`~.prior.SpreadPrior`) that `duet run --history` stops with -- a precision
+    (:class:`~.prior_intervals.SpreadPrior`) that `duet run --history` stops with -- a precision
     goal's stop is then predicted for the rule with that prior."""
     if models is None:
         if table is None:

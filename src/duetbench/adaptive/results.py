@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..analysis.paired_runs import run_level_values
 from ..options import CompareOptions
-from .prior import SpreadPrior
+from .prior_intervals import SpreadPrior
 from .rules import StopRule, decide, with_first_look
 
 __all__ = [

@@ -153,7 +153,7 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
         (p.benchmark, p.method): f"{len(p.experiments)} experiments, {p.runs} runs (df {p.df})"
         for p in found
     }
-    from ..adaptive.prior import SpreadPrior
+    from ..adaptive.prior_intervals import SpreadPrior
 
     spreads = {
         (p.benchmark, p.method): SpreadPrior(float(p.sd), p.df, len(p.experiments), p.runs)

@@ -374,9 +374,9 @@ def host_priors(
 
 
 def spread_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
-    """The stopping rules' :class:`~duetbench.adaptive.prior.SpreadPrior` of each prior,
+    """The stopping rules' :class:`~duetbench.adaptive.prior_intervals.SpreadPrior` of each prior,
     with the run values' shape for the guards."""
-    from ..adaptive.prior import SpreadPrior
+    from ..adaptive.prior_intervals import SpreadPrior
 
     return {
         k: SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs), p.shape())  # type: ignore[arg-type]
@@ -385,10 +385,10 @@ def spread_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str
 
 
 def method_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
-    """``method: auto``'s :class:`~duetbench.adaptive.auto.MethodPrior` (spread and machine
+    """``method: auto``'s :class:`~duetbench.adaptive.method_choice.MethodPrior` (spread and machine
     seconds per repetition) of each prior that has both (docs/adaptive.md, "Choosing from
     the repository")."""
-    from ..adaptive.auto import MethodPrior
+    from ..adaptive.method_choice import MethodPrior
 
     out: dict[tuple[str, str], Any] = {}
     for k, p in found.items():

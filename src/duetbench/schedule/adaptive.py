@@ -32,7 +32,7 @@ from ..plan import RunSpec
 from ..records import RunRecord
 from ..schema import Method
 from ..store import ResultsStore
-from .auto import KEY_SEP, AutoChooser, _Auto, _seconds, stop_key
+from .method_pilot import KEY_SEP, AutoChooser, _Auto, _seconds, stop_key
 
 __all__ = ["FAILED_RUNS_STOP", "KEY_SEP", "StopTracker", "stop_key"]
 
@@ -456,8 +456,8 @@ class StopTracker(AutoChooser):
         (stops.json ``history``); ``methods`` (benchmark, method) -> MethodPrior, from
         which method auto chooses without a pilot. A resumed experiment keeps the priors
         it started with (stops.json), so its decisions are the ones it would have reached."""
-        from ..adaptive.auto import MethodPrior
-        from ..adaptive.prior import SpreadPrior
+        from ..adaptive.method_choice import MethodPrior
+        from ..adaptive.prior_intervals import SpreadPrior
 
         stored = self.store.stops() if hasattr(self.store, "stops") else None
         if isinstance(stored, dict) and stored.get("history"):

@@ -252,11 +252,11 @@ class AutoChooser:
     def _check_repository(self, bench: str, auto: _Auto, stopped: bool) -> None:
         """After a decision of a method chosen from the repository: when its runs here are
         noisier than its prior by the re-check's margin and beyond chance
-        (adaptive.auto.contradicts), the repository's scores of the other methods are no
+        (adaptive.method_choice.contradicts), the repository's scores of the other methods are no
         longer trusted either -- the other methods it knew are piloted now (PILOT_RUNS
         each) and the choice re-checked once on this experiment's runs. A stop ends such
         a pilot."""
-        from ..adaptive.auto import SWITCH_MARGIN, contradicts
+        from ..adaptive.method_choice import SWITCH_MARGIN, contradicts
 
         states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
         if stopped:
