@@ -166,7 +166,10 @@ def _comparable(d: dict[str, Any]) -> Any:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside: SIGTERM raises KeyboardInterrupt, so a stopped `duet run` ends as a
+    Ctrl-C does (outside the main thread: unchanged)."""
+
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
@@ -220,7 +223,7 @@ def run_setup_command(command: str | None, cwd: str) -> None:
     and a crash of duet run take down with it (proctools/guarded.py)."""
     if not command:
         return
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         p = run_captured(
             ["/bin/sh", "-c", command],
             cwd=cwd,
@@ -312,7 +315,7 @@ def _run_locked(
         tracker.replay(set(finished))  # --resume: the decisions the finished runs gave
         tracker.write()
     t0 = time.monotonic()
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             record_host(store, exp, executor.host, executor)
             observer.experiment_started(store, plan, todo)

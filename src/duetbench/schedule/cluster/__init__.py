@@ -43,10 +43,10 @@ from ..inline import (
     ExperimentSummary,
     NullObserver,
     Observer,
-    _sigterm_as_interrupt,
     open_store,
     results_root,
     resume_notes,
+    sigterm_as_interrupt,
 )
 from .connect import RESOURCE, WAIT_WORKERS_S, connect, local_cluster, restore_environ
 from .coordinator import Coordinator, NoHosts
@@ -125,7 +125,7 @@ def _run_cluster_locked(
     plan = make_plan(exp, only) if only else plan_all
     t0 = time.monotonic()
     summary: ExperimentSummary | None = None
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             with connect(address, timeout=wait_s) as client:
                 store = open_store(exp, Path(out_dir), plan_all, resume)
