@@ -2,8 +2,9 @@
 with the repository's priors").
 
 A results repository knows the spread of a benchmark x method's run values on this
-host from its earlier experiments (:func:`duetbench.history.priors`): ``s0`` with ``df0``
-degrees of freedom, each experiment's own mean removed. When the current runs are as
+host from its earlier experiments (:class:`.prior.Prior`, computed by
+:func:`duetbench.history.priors`): ``s0`` with ``df0`` degrees of freedom, each
+experiment's own mean removed. When the current runs are as
 noisy as those were, the spread need not be learned afresh, and the interval after
 ``n`` runs pools both:
 
@@ -34,7 +35,6 @@ widen the interval as they widen the no-prior rule's (``guards.guard``); the pri
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +42,7 @@ from scipy import stats
 
 from .boundaries import mixture_precision, normal_mixture_multiplier
 from .guards import Guard, ShapePrior, skewed_bounds
+from .prior import Prior
 from .sequential import WIDTH_INFLATION, Design, Intervals, prefix_moments
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "PRIOR_FIRST_CHECK",
     "PRIOR_FIRST_LOOK",
     "PriorIntervals",
-    "SpreadPrior",
     "prior_intervals",
     "prior_text",
 ]
@@ -68,47 +68,6 @@ PRIOR_FIRST_CHECK = 3
 PRIOR_FIRST_LOOK = 3
 
 
-@dataclass(frozen=True)
-class SpreadPrior:
-    """The spread of a benchmark x method's run values in earlier experiments on this
-    host: ``sd`` (log scale) with ``df`` degrees of freedom; ``experiments``/``runs``
-    say where it came from (shown, not used); ``shape``: their serial correlation and
-    skew (the guards' prior; None: not known, e.g. a stops.json of an older release)."""
-
-    sd: float
-    df: int
-    experiments: int = 0
-    runs: int = 0
-    shape: ShapePrior | None = None
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.sd) and self.sd >= 0.0) or int(self.df) < 1:
-            raise ValueError(f"a prior needs a finite sd >= 0 and df >= 1, got {self}")
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "sd": self.sd,
-            "df": int(self.df),
-            "experiments": int(self.experiments),
-            "runs": int(self.runs),
-        }
-        if self.shape is not None:
-            out["shape"] = self.shape.to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, d: object) -> SpreadPrior | None:
-        if not isinstance(d, dict) or d.get("sd") is None or not d.get("df"):
-            return None
-        return cls(
-            float(d["sd"]),
-            int(d["df"]),
-            int(d.get("experiments") or 0),
-            int(d.get("runs") or 0),
-            ShapePrior.from_json(d.get("shape")),
-        )
-
-
 @dataclass(frozen=True, eq=False)
 class PriorIntervals:
     """The intervals with the prior where it held, the no-prior rule's from the look
@@ -124,7 +83,7 @@ class PriorIntervals:
 
 def prior_intervals(
     values: np.ndarray,
-    prior: SpreadPrior,
+    prior: Prior,
     design: Design,
     plain: Intervals,
     *,
@@ -193,12 +152,12 @@ def prior_intervals(
     return PriorIntervals(iv, dropped, p, used_sd)
 
 
-def prior_text(prior: SpreadPrior, pi: PriorIntervals) -> str:
+def prior_text(prior: Prior, pi: PriorIntervals) -> str:
     """What a decision's explanation says about the prior (the last run of row 0)."""
     if not pi.dropped[0, -1]:
         return (
             f"; with the spread of {prior.runs or prior.df} earlier runs on this host "
-            f"(sd {prior.sd * 100:.2f} %, {prior.df} df)"
+            f"(sd {float(prior.sd or 0.0) * 100:.2f} %, {prior.df} df)"
         )
     where = int(np.argmax(pi.dropped[0])) + 1
     p = pi.check_p[0, where - 1]

@@ -24,10 +24,10 @@ from duetbench.schema import Verdict
 from duetbench.units import ValueTextError, percentage
 
 from .guards import guard_notes
+from .prior import Prior
 from .prior_intervals import (
     PRIOR_FIRST_LOOK,
     PriorIntervals,
-    SpreadPrior,
     order_text,
     prior_intervals,
     prior_text,
@@ -133,7 +133,7 @@ class StopRule:
     groups: int | None = 5
     #: the spread of earlier experiments on this host (None: learned from these runs
     #: alone); docs/adaptive.md, "Stopping with the repository's priors"
-    prior: SpreadPrior | None = None
+    prior: Prior | None = None
 
     @classmethod
     def create(cls, **kw: object) -> StopRule:
@@ -172,8 +172,8 @@ class StopRule:
             raise AnalysisError(
                 f"groups must be at least 1 (or None: a look every run), got {r.groups!r}"
             )
-        if r.prior is not None and not isinstance(r.prior, SpreadPrior):
-            raise AnalysisError(f"prior must be a SpreadPrior, got {r.prior!r}")
+        if r.prior is not None and not (isinstance(r.prior, Prior) and r.prior.has_spread):
+            raise AnalysisError(f"prior must be a Prior with a spread, got {r.prior!r}")
         if int(r.tuned_for) < 3:
             raise AnalysisError(f"tuned_for must be at least 3 runs, got {r.tuned_for!r}")
         return replace(
