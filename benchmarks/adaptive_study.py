@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from duetbench.adaptive import Design, Goal, StopRule, first_stops
-from duetbench.adaptive.auto import PILOT_RUNS, choose_method
+from duetbench.adaptive.method_choice import PILOT_RUNS, choose_method
 from duetbench.adaptive.simulate import NOISE_MODELS, run_values
 
 RUNS = 50

@@ -47,13 +47,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from duetbench.adaptive import MethodPrior  # noqa: E402
-from duetbench.adaptive.prior import SpreadPrior  # noqa: E402
+from duetbench.adaptive import HostPriors, Prior  # noqa: E402
 from duetbench.config import load_config  # noqa: E402
 from duetbench.config.stop import StopSettings  # noqa: E402
 from duetbench.plan import make_plan  # noqa: E402
 from duetbench.records import RunRecord  # noqa: E402
-from duetbench.schedule.adaptive import StopTracker, _Auto, stop_key  # noqa: E402
+from duetbench.schedule.adaptive import StopTracker, stop_key  # noqa: E402
 
 METHODS = ("seqn", "aduet", "sduet")
 #: machine seconds of one run (a seqn repetition is two), as on the project VM's
@@ -106,7 +105,7 @@ def simulate(plan: list[Any], rng: np.random.Generator, bursty: bool) -> dict[tu
     return values
 
 
-def repository(rng: np.random.Generator, plan: list[Any], bursty: bool) -> tuple[dict, dict]:
+def repository(rng: np.random.Generator, plan: list[Any], bursty: bool) -> HostPriors:
     """The priors of EARLIER experiments of EARLIER_REPS repetitions: the spread pooled
     with each experiment's mean removed, and the machine seconds per repetition."""
     ss = dict.fromkeys(METHODS, 0.0)
@@ -119,19 +118,19 @@ def repository(rng: np.random.Generator, plan: list[Any], bursty: bool) -> tuple
             ss[m] += float(np.sum((y - y.mean()) ** 2))
             df[m] += len(y) - 1
     runs = EARLIER * EARLIER_REPS
-    spread = {
-        ("b", m): SpreadPrior(math.sqrt(ss[m] / df[m]), df[m], EARLIER, runs) for m in METHODS
-    }
-    cost = {
-        ("b", m): MethodPrior(
-            math.sqrt(ss[m] / df[m]),
-            df[m],
-            RUN_SECONDS[m] * (2 if m == "seqn" else 1),
-            runs,
-        )
-        for m in METHODS
-    }
-    return spread, cost
+    return HostPriors(
+        {
+            ("b", m): Prior(
+                math.sqrt(ss[m] / df[m]),
+                df[m],
+                runs=runs,
+                experiments=EARLIER,
+                seconds_per_run=RUN_SECONDS[m] * (2 if m == "seqn" else 1),
+            )
+            for m in METHODS
+        },
+        "simulated",
+    )
 
 
 class Replay(StopTracker):
@@ -149,7 +148,7 @@ def run(
     values: dict[tuple, float],
     methods: tuple[str, ...],
     budget: float,
-    priors: tuple[dict, dict] | None,
+    priors: HostPriors | None,
 ) -> dict[str, Any]:
     """Feed the plan's runs as a live run does; the stop of ``methods`` (auto if several)."""
     settings = StopSettings(
@@ -158,10 +157,9 @@ def run(
     tracker = Replay(None, plan, {stop_key("b", m): settings for m in methods})  # type: ignore[arg-type]
     tracker.values = values
     if len(methods) > 1:
-        tracker.autos["b"] = _Auto(methods)
+        tracker.pilot.add("b", methods)
     if priors is not None:
-        spread, cost = priors
-        tracker.use_priors(spread, {"repository": "simulated"}, cost)
+        tracker.use_priors(priors)
     for spec in plan:
         if tracker.skips(spec):
             continue

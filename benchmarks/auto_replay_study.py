@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from duetbench.config.stop import StopSettings  # noqa: E402
 from duetbench.plan import RunSpec  # noqa: E402
-from duetbench.schedule.adaptive import StopTracker, _Auto, stop_key  # noqa: E402
+from duetbench.schedule.adaptive import StopTracker, stop_key  # noqa: E402
 from duetbench.store import ResultsStore  # noqa: E402
 
 CONFIG = ROOT / "examples" / "adaptive" / "duet.yml"
@@ -100,7 +100,7 @@ def replay(root: Path, methods: tuple[str, ...], budget: float, auto: bool) -> d
     tracker = StopTracker(store, plan, stops)
     if auto:
         for b in benches:
-            tracker.autos[b] = _Auto(methods)
+            tracker.pilot.add(b, methods)
     tracker.replay(set(store.finished()))
     doc = tracker.document()["stops"]
     out: dict[str, dict] = {}

@@ -44,7 +44,8 @@ import numpy as np
 
 from duetbench.adaptive import StopRule, first_stops, guards
 from duetbench.adaptive.guards import ShapePrior, lag1_autocorrelation
-from duetbench.adaptive.prior import SpreadPrior, prior_intervals
+from duetbench.adaptive.prior import Prior
+from duetbench.adaptive.prior_intervals import prior_intervals
 from duetbench.adaptive.rules import _goal_reached, goal_first_look, outcomes
 from duetbench.adaptive.sequential import prefix_moments, running_intervals
 
@@ -285,7 +286,7 @@ def history(
 def with_history(v: np.ndarray, rule: StopRule, shapes: list, sd0: np.ndarray, on: bool) -> Stop:
     """The rule with a repository's priors (each experiment its own), guards on or off."""
     df0 = shapes[0].runs - shapes[0].experiments
-    prior = SpreadPrior(float(np.median(sd0)), df0)
+    prior = Prior(float(np.median(sd0)), df0)
     r = StopRule.create(
         until=rule.until, precision=rule.precision, threshold=rule.threshold, max_runs=RUNS,
         prior=prior,

@@ -36,7 +36,7 @@ import numpy as np
 
 from duetbench.adaptive import StopRule, first_stops
 from duetbench.adaptive.planning import precision_stop_runs
-from duetbench.adaptive.prior import SpreadPrior
+from duetbench.adaptive.prior import Prior
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +71,7 @@ def part_sim(args: argparse.Namespace) -> None:
                     until="precise",
                     precision=args.precision,
                     max_runs=2000,
-                    prior=SpreadPrior(s0, df0),
+                    prior=Prior(s0, df0),
                 )
                 pred = precision_stop_runs(rule, s0, df=df0, seed=t)
                 run = first_stops(rng.normal(0, sigma * k, size=(1, 2000)), rule)

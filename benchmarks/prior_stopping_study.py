@@ -31,7 +31,8 @@ import numpy as np
 from scipy import stats
 
 from duetbench.adaptive import StopRule, first_stops
-from duetbench.adaptive.prior import SpreadPrior, prior_intervals
+from duetbench.adaptive.prior import Prior
+from duetbench.adaptive.prior_intervals import prior_intervals
 from duetbench.adaptive.rules import goal_first_look
 from duetbench.adaptive.sequential import Design, running_intervals
 
@@ -81,7 +82,7 @@ def one(
     sd0 = sigma * np.sqrt(rng.chisquare(df0, size=e) / df0)
     v = rng.normal(0.0, sigma * k, size=(e, n_max))
     rule = StopRule.create(
-        until="precise", precision=precision, max_runs=n_max, prior=SpreadPrior(sigma, df0)
+        until="precise", precision=precision, max_runs=n_max, prior=Prior(sigma, df0)
     )
     plain_rule = StopRule.create(until="precise", precision=precision, max_runs=n_max)
     plain = running_intervals(v, plain_rule.multipliers(n_max))

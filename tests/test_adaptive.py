@@ -22,7 +22,6 @@ from duetbench.adaptive import (
     first_stops,
     with_first_look,
 )
-from duetbench.adaptive.auto import choose_method
 from duetbench.adaptive.boundaries import (
     group_sequential_multiplier,
     group_sequential_z,
@@ -31,6 +30,7 @@ from duetbench.adaptive.boundaries import (
     obf_spending,
     t_mixture_multiplier,
 )
+from duetbench.adaptive.method_choice import choose_method
 from duetbench.adaptive.planning import (
     best_iterations,
     plan_for_power,
@@ -600,12 +600,12 @@ def test_auto_chooses_from_the_repository_without_a_pilot() -> None:
     """Every method known from the repository: score = sd^2 x seconds per repetition, by
     hand; the chosen method has no runs the choice rests on, so its rule looks as
     without auto (first_look 0) and nothing is left out."""
-    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive import Prior
 
     priors = {
-        "seqn": MethodPrior(0.010, 40, 0.60, 45),  # 1e-4 x 0.6 = 6.0e-5
-        "aduet": MethodPrior(0.012, 40, 0.30, 45),  # 1.44e-4 x 0.3 = 4.32e-5
-        "sduet": MethodPrior(0.015, 40, 0.32, 45),  # 2.25e-4 x 0.32 = 7.2e-5
+        "seqn": Prior(0.010, 40, runs=45, seconds_per_run=0.60),  # 1e-4 x 0.6 = 6.0e-5
+        "aduet": Prior(0.012, 40, runs=45, seconds_per_run=0.30),  # 1.44e-4 x 0.3 = 4.32e-5
+        "sduet": Prior(0.015, 40, runs=45, seconds_per_run=0.32),  # 2.25e-4 x 0.32 = 7.2e-5
     }
     c = choose_method({}, {}, priors=priors)
     assert c.scores == pytest.approx({"seqn": 6.0e-5, "aduet": 4.32e-5, "sduet": 7.2e-5})
@@ -621,15 +621,18 @@ def test_auto_chooses_from_the_repository_without_a_pilot() -> None:
     )
     assert c.to_json()["source"] == dict.fromkeys(priors, "repository")
     with pytest.raises(ValueError, match="machine seconds"):
-        MethodPrior(0.01, 5, 0.0)
+        Prior(0.01, 5, seconds_per_run=0.0)
 
 
 def test_auto_compares_the_repositorys_scores_with_a_pilots() -> None:
     """seqn and aduet known, sduet piloted: its score from its runs as always; a pilot
     method chosen counts its pilot (first look at twice it), a known one does not."""
-    from duetbench.adaptive import MethodPrior
+    from duetbench.adaptive import Prior
 
-    priors = {"seqn": MethodPrior(0.010, 40, 0.60), "aduet": MethodPrior(0.012, 40, 0.30)}
+    priors = {
+        "seqn": Prior(0.010, 40, seconds_per_run=0.60),
+        "aduet": Prior(0.012, 40, seconds_per_run=0.30),
+    }
     pilot = [0.004, -0.004, 0.002, -0.002]  # var (ddof 1) = 4e-5 / 3
     c = choose_method({"sduet": pilot}, {"sduet": 4 * 0.3}, pilot_runs=2, priors=priors)
     assert c.scores["sduet"] == pytest.approx(4e-5 / 3 * 0.3)  # 4.0e-6: best
@@ -650,10 +653,10 @@ def test_a_chosen_methods_runs_contradict_its_prior_only_2x_noisier_and_beyond_c
     (the re-check's margin) and above F(0.95; n - 1, df0)."""
     from scipy import stats
 
-    from duetbench.adaptive import MethodPrior
-    from duetbench.adaptive.auto import contradicts
+    from duetbench.adaptive import Prior
+    from duetbench.adaptive.method_choice import contradicts
 
-    prior = MethodPrior(0.01, 20, 0.3)
+    prior = Prior(0.01, 20, seconds_per_run=0.3)
     runs = [0.02, -0.02, 0.02, -0.02, 0.02, -0.02]  # var 0.00048 = 4.8x the prior's
     assert stats.f.ppf(0.95, 5, 20) == pytest.approx(2.71, abs=0.01)
     assert contradicts(runs, prior)
@@ -662,7 +665,7 @@ def test_a_chosen_methods_runs_contradict_its_prior_only_2x_noisier_and_beyond_c
     assert contradicts([0.02, 0.0, -0.02], prior)  # var 4e-4 = 4x
     assert not contradicts([0.0173, 0.0, -0.0173], prior)  # 3x < 3.49
     # many runs 1.8x noisier than a prior of 200 df: significant, but under the margin
-    many, known = np.tile([0.0134, -0.0134], 100), MethodPrior(0.01, 200, 0.3)
+    many, known = np.tile([0.0134, -0.0134], 100), Prior(0.01, 200, seconds_per_run=0.3)
     assert stats.f.sf(np.var(many, ddof=1) / 1e-4, 199, 200) < 0.001
     assert not contradicts(many, known)
     assert contradicts(many * 1.1, known)  # 2.2x

@@ -20,7 +20,7 @@ from duetbench.adaptive.guards import (
     skewed_bounds,
     strong_skew,
 )
-from duetbench.adaptive.prior import SpreadPrior
+from duetbench.adaptive.prior import Prior
 from duetbench.adaptive.sequential import running_intervals
 
 
@@ -125,7 +125,7 @@ def test_a_repository_without_serial_correlation_starts_unwidened() -> None:
     assert independent.independent and not independent.found
     g = guard(x[None, :], independent)
     assert (g.factor == 1.0).all() and not g.dropped.any()
-    prior = SpreadPrior(0.005, 190, 10, 200, independent)
+    prior = Prior(0.005, 190, runs=200, experiments=10, shape=independent)
     rule = StopRule.create(until="decided", threshold=0.02, max_runs=50, prior=prior)
     without = first_stops(x[None, :], rule, guards=False)
     with_guards = first_stops(x[None, :], rule)
@@ -146,15 +146,15 @@ def test_runs_more_correlated_than_the_repository_said_drop_it_and_say_so() -> N
     assert g.dropped[0, -1] and not g.dropped[0, 4]
     at = int(np.argmax(g.dropped[0]))
     assert g.factor[0, at] > 1.0 and (g.factor[0, :at] == 1.0).all()
-    prior = SpreadPrior(0.01, 190, 10, 200, independent)
+    prior = Prior(0.01, 190, runs=200, experiments=10, shape=independent)
     d = decide(x, StopRule.create(until="precise", precision=0.01, prior=prior))
     assert "more serially correlated than the 200 earlier runs" in d.explanation
 
 
 def test_shape_priors_round_trip_and_refuse_nonsense() -> None:
-    p = SpreadPrior(0.01, 20, 3, 24, ShapePrior(0.1, 24, 3, 0.5))
-    assert SpreadPrior.from_json(p.to_json()) == p
-    old = SpreadPrior.from_json({"sd": 0.01, "df": 20, "experiments": 3, "runs": 24})
+    p = Prior(0.01, 20, runs=24, experiments=3, shape=ShapePrior(0.1, 24, 3, 0.5))
+    assert Prior.from_stops_json(p.stops_json()) == p
+    old = Prior.from_stops_json({"sd": 0.01, "df": 20, "experiments": 3, "runs": 24})
     assert old is not None and old.shape is None  # a stops.json of an older release
     for bad in (dict(r=1.5, runs=20, experiments=2), dict(r=0.1, runs=2, experiments=1),
                 dict(r=0.1, runs=20, experiments=11), dict(r=0.1, runs=20, experiments=2, skew=math.nan)):  # fmt: skip

@@ -19,7 +19,8 @@ from scipy import stats
 
 from duetbench.adaptive import StopRule, decide, first_stops
 from duetbench.adaptive.guards import guard, skewed_bounds
-from duetbench.adaptive.prior import PRIOR_ALPHA, PRIOR_WEIGHT, SpreadPrior, prior_intervals
+from duetbench.adaptive.prior import Prior
+from duetbench.adaptive.prior_intervals import PRIOR_ALPHA, PRIOR_WEIGHT, prior_intervals
 from duetbench.adaptive.results import stop_rule
 from duetbench.adaptive.rules import goal_first_look
 from duetbench.adaptive.sequential import WIDTH_INFLATION, Design, running_intervals
@@ -28,7 +29,7 @@ from helpers import run_duet
 
 def test_the_pooled_interval_is_the_hand_computed_one() -> None:
     values = np.array([0.010, 0.030, 0.020, 0.025, 0.015])
-    prior = SpreadPrior(sd=0.008, df=30)
+    prior = Prior(sd=0.008, df=30)
     rule = StopRule.create(until="precise", precision=0.01, max_runs=50, prior=prior)
     d = decide(values, rule)
     n, s = len(values), float(np.std(values, ddof=1))
@@ -61,7 +62,7 @@ def test_runs_noisier_than_the_prior_drop_it_and_say_so() -> None:
     rng = np.random.default_rng(3)
     values = rng.normal(0.0, 0.03, size=20)  # 3x the prior's spread
     rule = StopRule.create(
-        until="precise", precision=0.01, max_runs=50, prior=SpreadPrior(sd=0.01, df=40)
+        until="precise", precision=0.01, max_runs=50, prior=Prior(sd=0.01, df=40)
     )
     d = decide(values, rule)
     plain = decide(values, StopRule.create(until="precise", precision=0.01, max_runs=50))
@@ -99,9 +100,7 @@ def test_seeded_simulation_keeps_coverage_and_saves_runs(sd: float) -> None:
     A 1.3x noisier machine: coverage >= 90 %, and the check dropped the prior in part."""
     rng = np.random.default_rng(int(sd * 1e4))
     experiments, n_max, df0 = 2000, 200, 45
-    rule = StopRule.create(
-        until="precise", precision=0.01, max_runs=n_max, prior=SpreadPrior(sd, df0)
-    )
+    rule = StopRule.create(until="precise", precision=0.01, max_runs=n_max, prior=Prior(sd, df0))
     sd0 = sd * np.sqrt(rng.chisquare(df0, size=experiments) / df0)
     for k in (1.0, 1.3):
         v = rng.normal(0.0, sd * k, size=(experiments, n_max))
@@ -122,9 +121,7 @@ def test_decided_with_a_prior_keeps_its_error_rates() -> None:
     rng = np.random.default_rng(11)
     for truth, wrong_verdicts in ((0.0, ("slower", "faster")), (0.02, ("faster", "equivalent"))):
         v = rng.normal(math.log1p(truth), 0.02, size=(2000, 120))
-        rule = StopRule.create(
-            until="decided", threshold=0.02, max_runs=120, prior=SpreadPrior(0.02, 45)
-        )
+        rule = StopRule.create(until="decided", threshold=0.02, max_runs=120, prior=Prior(0.02, 45))
         st = first_stops(v, rule)
         assert np.isin(st.verdict, wrong_verdicts).mean() <= 0.025
         assert np.mean((st.low <= truth) & (truth <= st.high)) >= 0.95
@@ -135,7 +132,7 @@ def test_stops_json_priors_are_read_back_per_benchmark() -> None:
         "stop": {"until": "precise", "precision": 0.01, "max_runs": 30, "design": "auto"},
         "priors": {"ab": {"sd": 0.01, "df": 21, "experiments": 3, "runs": 24}},
     }
-    assert stop_rule(entry, "ab").prior == SpreadPrior(0.01, 21, 3, 24)
+    assert stop_rule(entry, "ab").prior == Prior(0.01, 21, runs=24, experiments=3)
     assert stop_rule(entry, "other").prior is None and stop_rule(entry).prior is None
     assert PRIOR_ALPHA < 0.5
 
@@ -219,9 +216,7 @@ def test_duet_plan_predicts_the_stop_of_the_rule_with_the_prior() -> None:
     sigma, df0, inside, tries = 0.02, 45, 0, 40
     for t in range(tries):
         s0 = sigma * math.sqrt(rng.chisquare(df0) / df0)
-        rule = StopRule.create(
-            until="precise", precision=0.01, max_runs=2000, prior=SpreadPrior(s0, df0)
-        )
+        rule = StopRule.create(until="precise", precision=0.01, max_runs=2000, prior=Prior(s0, df0))
         pred = precision_stop_runs(rule, s0, df=df0, seed=t, draws=500)
         plain = precision_stop_runs(
             StopRule.create(until="precise", precision=0.01, max_runs=2000), s0, df=df0, seed=t,

@@ -344,10 +344,10 @@ def test_a_method_auto_switches_to_gets_a_stop_when_the_plan_has_no_run_left_for
         elif spec.method == "aduet":
             assert tracker.skips(spec)  # the plan passes its remaining runs
     aduet.stopped = None  # a re-check switches to it: no run of it is left to come
-    assert tracker._decide(aduet) and aduet.stopped == "max_runs"
+    assert tracker.decide(aduet) and aduet.stopped == "max_runs"
     sduet = tracker.states[stop_key("b", "sduet")]
     sduet.reps = 5
-    assert not tracker._decide(sduet) and sduet.stopped is None  # its runs 5-7 are to come
+    assert not tracker.decide(sduet) and sduet.stopped is None  # its runs 5-7 are to come
 
 
 def test_method_auto_budget_is_the_benchmarks_the_chosen_method_gets_the_rest(
@@ -372,10 +372,10 @@ def test_method_auto_budget_is_the_benchmarks_the_chosen_method_gets_the_rest(
     aduet.stopped, aduet.seconds, aduet.reps = "not chosen", 2.0, 5
     sduet.values = {"b": [0.001 * (-1) ** i for i in range(6)]}  # far from 0.01 % precise
     sduet.seconds, sduet.reps = 3.0, 6  # 0.5 s a run: 3 + 5 + 0.5 <= 10 -> go on
-    assert not tracker._decide(sduet) and sduet.stopped is None
+    assert not tracker.decide(sduet) and sduet.stopped is None
     sduet.values["b"].append(0.001)
     sduet.seconds, sduet.reps = 4.6, 7  # 4.6 + 5 + 0.66 > 10: the benchmark's budget is spent
-    assert tracker._decide(sduet) and sduet.stopped == "budget"
+    assert tracker.decide(sduet) and sduet.stopped == "budget"
     assert "budget reached" in sduet.decisions["b"].explanation
     # without auto, the same seconds are within the method's own 10 s
     cfg.write_text(cfg.read_text().replace("  methods: auto\n", "  repetitions: {sduet: 100}\n"))
@@ -383,7 +383,7 @@ def test_method_auto_budget_is_the_benchmarks_the_chosen_method_gets_the_rest(
     plain = StopTracker.for_experiment(None, exp, make_plan(exp))  # type: ignore[arg-type]
     st = plain.states[stop_key("b", "sduet")]
     st.values, st.seconds, st.reps = {"b": list(sduet.values["b"])}, 4.6, 7
-    assert not plain._decide(st) and st.stopped is None
+    assert not plain.decide(st) and st.stopped is None
 
 
 def _auto_tracker(tmp: Path, stop: str, value: Any, store: Any = None) -> tuple[Any, list[Any]]:
@@ -407,7 +407,8 @@ def _auto_tracker(tmp: Path, stop: str, value: Any, store: Any = None) -> tuple[
 
     tracker = StopTracker.for_experiment(None, exp, plan)  # type: ignore[arg-type]
     fake = Fake(store, plan, {k: st.settings for k, st in tracker.states.items()})
-    fake.autos = tracker.autos
+    for bench, auto in tracker.autos.items():
+        fake.pilot.add(bench, auto.methods)
     return fake, plan
 
 
@@ -558,16 +559,17 @@ def test_a_precision_left_out_is_refused_not_taken_as_the_default() -> None:
 # repository") -----------------------------------------------------------------------
 
 
-def _known(*methods: str, sd: float = 0.004) -> tuple[dict[Any, Any], dict[str, Any], Any]:
-    """use_priors' arguments: the repository knows ``methods`` of benchmark `b` (aduet
+def _known(*methods: str, sd: float = 0.004) -> Any:
+    """use_priors' argument: the repository knows ``methods`` of benchmark `b` (aduet
     the tightest per machine-second; a seqn repetition is two runs)."""
-    from duetbench.adaptive import MethodPrior
-    from duetbench.adaptive.prior import SpreadPrior
+    from duetbench.adaptive import HostPriors, Prior
 
     table = {"seqn": (0.004, 0.2), "aduet": (sd, 0.1), "sduet": (0.008, 0.1)}
-    spread = {("b", m): SpreadPrior(table[m][0], 30, 3, 33) for m in methods}
-    cost = {("b", m): MethodPrior(table[m][0], 30, table[m][1], 33) for m in methods}
-    return spread, {"repository": "perf.sqlite", "host": "h", "last": 10}, cost
+    priors = {
+        ("b", m): Prior(table[m][0], 30, runs=33, experiments=3, seconds_per_run=table[m][1])
+        for m in methods
+    }
+    return HostPriors(priors, "perf.sqlite", "h", 10)
 
 
 def test_method_auto_chooses_from_the_repository_before_any_run(tmp_path: Path) -> None:
@@ -582,7 +584,7 @@ def test_method_auto_chooses_from_the_repository_before_any_run(tmp_path: Path) 
 
     stop = "{until: precise, precision: 1%, max_runs: 40}"
     live, plan = _auto_tracker(tmp_path, stop, value)
-    live.use_priors(*_known("seqn", "aduet", "sduet"))
+    live.use_priors(_known("seqn", "aduet", "sduet"))
     assert live.autos["b"].chosen == "aduet"  # 0.004^2 x 0.1 against 1.6e-6 x 0.2, 6.4e-6
     finished = _run_live(live, plan)
     doc = live.document()["stops"]
@@ -601,7 +603,7 @@ def test_method_auto_chooses_from_the_repository_before_any_run(tmp_path: Path) 
     records = {spec.run_id: _record(spec) for spec in plan if spec.run_id in finished}
     store = type("Store", (), {"read_run": lambda self, run_id: records.get(run_id)})()
     again, _ = _auto_tracker(tmp_path, stop, value, store)
-    again.use_priors(*_known("seqn", "aduet", "sduet"))
+    again.use_priors(_known("seqn", "aduet", "sduet"))
     again.replay(finished)
     keep = ("stopped", "runs", "analyse_from", "decisions", "auto")
     assert [{k: v[k] for k in keep} for v in again.document()["stops"].values()] == [
@@ -621,7 +623,7 @@ def test_method_auto_pilots_only_what_the_repository_does_not_know(tmp_path: Pat
 
     stop = "{until: precise, precision: 0.5%, budget: 3s, max_runs: 40}"
     tracker, plan = _auto_tracker(tmp_path, stop, value)
-    tracker.use_priors(*_known("seqn", "aduet"))
+    tracker.use_priors(_known("seqn", "aduet"))
     assert tracker.autos["b"].chosen is None
     _run_live(tracker, plan)
     sduet = tracker.states[stop_key("b", "sduet")]
@@ -635,7 +637,7 @@ def test_method_auto_pilots_only_what_the_repository_does_not_know(tmp_path: Pat
         assert tracker.states[stop_key("b", m)].stopped == "not chosen"
     # no budget: the pilot of the unknown method is PILOT_RUNS
     free, plan = _auto_tracker(tmp_path, "{until: precise, precision: 0.5%, max_runs: 40}", value)
-    free.use_priors(*_known("seqn", "aduet"))
+    free.use_priors(_known("seqn", "aduet"))
     _run_live(free, plan)
     assert free.autos["b"].choice.runs["sduet"] == PILOT_RUNS
     assert free.autos["b"].choice.source["seqn"] == "repository"
@@ -654,7 +656,7 @@ def test_method_auto_pilots_the_others_when_its_runs_contradict_the_repository(
 
     stop = "{until: precise, precision: 0.5%, max_runs: 40}"
     tracker, plan = _auto_tracker(tmp_path, stop, value)
-    tracker.use_priors(*_known("seqn", "aduet", "sduet"))
+    tracker.use_priors(_known("seqn", "aduet", "sduet"))
     _run_live(tracker, plan)
     auto = tracker.autos["b"]
     assert auto.stale and auto.chosen == "seqn"
@@ -728,20 +730,21 @@ def test_method_auto_after_a_second_pilot_switches_only_where_the_repository_agr
     """The second pilot makes seqn look 300x better than aduet's runs here, but the
     repository saw seqn at 20 % (a quiet stretch of a bursty neighbour looks like
     that): the pilot alone does not move the choice to seqn."""
-    from duetbench.adaptive import MethodPrior
-    from duetbench.adaptive.prior import SpreadPrior
+    from duetbench.adaptive import HostPriors, Prior
     from duetbench.schedule.adaptive import stop_key
 
     def value(spec: Any) -> float:
         return {"seqn": 0.002, "aduet": 0.05, "sduet": 0.03}[spec.method] * (-1) ** spec.rep
 
     table = {"seqn": (0.2, 0.2), "aduet": (0.004, 0.1), "sduet": (0.008, 0.1)}
-    spread = {("b", m): SpreadPrior(sd, 30, 3, 33) for m, (sd, _) in table.items()}
-    cost = {("b", m): MethodPrior(sd, 30, sec, 33) for m, (sd, sec) in table.items()}
+    priors = {
+        ("b", m): Prior(sd, 30, runs=33, experiments=3, seconds_per_run=sec)
+        for m, (sd, sec) in table.items()
+    }
     tracker, plan = _auto_tracker(
         tmp_path, "{until: precise, precision: 0.5%, max_runs: 40}", value
     )
-    tracker.use_priors(spread, {"repository": "r"}, cost)
+    tracker.use_priors(HostPriors(priors, "r"))
     assert tracker.autos["b"].chosen == "aduet"
     _run_live(tracker, plan)
     auto = tracker.autos["b"]

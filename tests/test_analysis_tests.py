@@ -12,9 +12,9 @@ from duetbench.analysis import (
     compare,
     difference_test,
     drop_warmup,
+    interval_verdicts,
     mann_whitney_u,
     ratio_test,
-    verdicts,
 )
 from duetbench.analysis.simulate import simulate
 from duetbench.analysis.stats import mann_whitney_grouped
@@ -110,7 +110,7 @@ def test_u_test_verdict_and_direction() -> None:
 def test_verdicts_with_and_without_a_practical_threshold() -> None:
     lo = [-0.01, 0.002, 0.02, -0.03, -0.008, np.nan]
     hi = [0.01, 0.008, 0.04, -0.02, -0.001, 0.1]
-    assert list(verdicts(lo, hi)) == [
+    assert list(interval_verdicts(lo, hi)) == [
         "no change detected",  # the interval holds 0: equal within +-1 %
         "slower",
         "slower",
@@ -118,7 +118,7 @@ def test_verdicts_with_and_without_a_practical_threshold() -> None:
         "faster",
         "no data",
     ]
-    assert list(verdicts(lo, hi, threshold=0.01)) == [
+    assert list(interval_verdicts(lo, hi, threshold=0.01)) == [
         "inconclusive",  # reaches the threshold: cannot tell whether it is inside
         "equivalent",  # a change, but inside +-1 %
         "slower",
@@ -127,12 +127,12 @@ def test_verdicts_with_and_without_a_practical_threshold() -> None:
         "no data",
     ]
     # an unbounded interval (2 runs) cannot say equal; with a threshold, too wide to tell
-    assert list(verdicts([-np.inf, 0.01], [np.inf, np.inf], threshold=0.0)) == [
+    assert list(interval_verdicts([-np.inf, 0.01], [np.inf, np.inf], threshold=0.0)) == [
         "inconclusive",
         "slower",
     ]
     with pytest.raises(AnalysisError):
-        verdicts(lo, hi, threshold=-0.1)
+        interval_verdicts(lo, hi, threshold=-0.1)
 
 
 def test_ratio_and_difference_of_a_constant_change() -> None:

@@ -46,7 +46,7 @@ def _checkout(tmp: Path) -> Path:
 
 
 def _github_commands() -> list[str]:
-    doc = yaml.safe_load((CI / "github-actions.yml").read_text())
+    doc = yaml.safe_load((CI / "github-with-cli.yml").read_text())
     runs = [s["run"] for s in doc["jobs"]["gate"]["steps"] if "run" in s]
     return [r for r in runs if "duet" in r]
 
@@ -75,7 +75,7 @@ def _cache_steps(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
 
 
 def _github_cached() -> list[str]:
-    return _cache_steps("github-actions.yml")[0]["with"]["path"].split()
+    return _cache_steps("github-with-cli.yml")[0]["with"]["path"].split()
 
 
 def _gitlab_cached() -> list[str]:
@@ -90,7 +90,7 @@ def test_the_ci_jobs_cache_the_repository_their_gate_adds_to() -> None:
     and the tables beside it (docs/history.md, "The repository"). GitHub's cache restores
     and saves them (also after a failed gate) under one key per run that the restore's
     prefix finds; GitLab caches them, also after a failed gate."""
-    for name in ("github-actions.yml", "github-action.yml"):
+    for name in ("github-with-cli.yml", "github-with-action.yml"):
         restore, gate, save = _cache_steps(name)
         history = gate["with"]["history"] if "with" in gate else _history_of(gate["run"])
         paths = restore["with"]["path"].split()

@@ -271,7 +271,7 @@ def test_the_linters_catch_a_broken_action(tmp_path: Path) -> None:
     (tmp_path / "action.yml").write_text(broken)
     flow = tmp_path / ".github" / "workflows"
     flow.mkdir(parents=True)
-    text = (ROOT / "examples" / "ci" / "github-action.yml").read_text()
+    text = (ROOT / "examples" / "ci" / "github-with-action.yml").read_text()
     (flow / "perf.yml").write_text(text.replace("budget: 10m", "budget: 10m\n          bugdet: 5m"))
     lint = subprocess.run([actionlint, ".github/workflows/perf.yml"], cwd=tmp_path,
                           capture_output=True, text=True)  # fmt: skip

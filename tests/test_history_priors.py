@@ -102,7 +102,7 @@ def test_priors_against_hand_computed_values(repo: Repository) -> None:
     expect = (3 * span(e1) + 4 * span(e2) + 3 * span(e3)) / 10
     assert p.seconds_per_iteration == pytest.approx(expect, rel=1e-3)
     assert p.warmup == 1
-    assert p.experiments == (1, 2, 3)
+    assert p.window == (1, 2, 3)
 
 
 def test_window_and_marks(repo: Repository) -> None:
@@ -110,16 +110,16 @@ def test_window_and_marks(repo: Repository) -> None:
     for i, g in enumerate(groups):
         add(repo, f"v{i}", f"v{i + 1}", g, run_ns=300 * MS)
     (p,) = priors(repo, benchmark="parse", last=2)
-    assert p.experiments == (3, 4)
+    assert p.window == (3, 4)
     assert (p.sd, p.df) == pytest.approx(hand_pooled(groups[2], groups[3]))
     assert (1, "older than the last 2") in p.skipped
     repo.mark("parse", "v2", "exclude", "a broken build")
     (p,) = priors(repo, benchmark="parse")
-    assert p.experiments == (1, 4)  # #2 and #3 measure v2
+    assert p.window == (1, 4)  # #2 and #3 measure v2
     assert p.sd == pytest.approx(hand_pooled(groups[0], groups[3])[0])
     repo.mark("parse", "v3", "change", "new allocator")
     (p,) = priors(repo, benchmark="parse")
-    assert p.experiments == (4,)  # #1 (v0, v1) comes before the change at v3
+    assert p.window == (4,)  # #1 (v0, v1) comes before the change at v3
     assert any("marked as a change" in why for _, why in p.skipped)
 
 
@@ -172,10 +172,9 @@ def test_the_shape_of_the_run_values_against_hand_computed_values() -> None:
     c2 = f2 - f2.mean()
     lag = np.sum(c1[1:] * c1[:-1]) + c2[0] * c2[1] + c2[2] * c2[3]  # not across the gap
     sq = np.sum(c1**2) + np.sum(c2**2)
-    assert p.serial_r == pytest.approx(lag / sq, rel=1e-12)
+    shape = p.shape
+    assert shape is not None and shape.r == pytest.approx(lag / sq, rel=1e-12)
     m2, m3 = sq / 8, (np.sum(c1**3) + np.sum(c2**3)) / 8
-    assert p.skew == pytest.approx(m3 / m2**1.5, rel=1e-12)
-    assert (p.shape_runs, p.shape_experiments) == (8, 2)
-    shape = p.shape()
-    assert shape is not None and (shape.r, shape.runs, shape.experiments) == (p.serial_r, 8, 2)
-    assert pool(key, [ExperimentPart(1, e3, 2, 0)]).shape() is None
+    assert shape.skew == pytest.approx(m3 / m2**1.5, rel=1e-12)
+    assert (shape.runs, shape.experiments) == (8, 2)
+    assert pool(key, [ExperimentPart(1, e3, 2, 0)]).shape is None

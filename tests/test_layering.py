@@ -223,6 +223,31 @@ def command_imports(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]
     return found
 
 
+def private_imports(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
+    """Every import of another module's private name (``from .x import _helper``) as
+    'importer:line imports target._name': what two modules share is public in one of
+    them. A private module (``commands/_flags.py``) may be imported, and its public names."""
+    found = []
+    for name, (tree, is_pkg) in modules.items():
+        here = name if is_pkg else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = here.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not _under(target, PKG):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{target}.{alias.name}" not in modules:
+                    found.append(f"{name}:{node.lineno} imports {target}.{alias.name}")
+    return found
+
+
 def cycles(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan),
     and modules that import themselves."""
@@ -512,6 +537,10 @@ def test_no_import_cycle_among_first_party_modules() -> None:
     assert cycles(read_tree(SRC, PKG)) == []
 
 
+def test_no_module_imports_another_modules_private_names() -> None:
+    assert private_imports(read_tree(SRC, PKG)) == []
+
+
 def test_the_check_sees_every_package() -> None:
     names = read_tree(SRC, PKG)
     for package in ("analysis", "adaptive", "report", "commands", "store", "schedule"):
@@ -604,6 +633,17 @@ def test_a_command_importing_another_is_found(
     assert command_imports(_tree(tmp_path, files)) == []
     files[rel] = line + "\n"
     assert command_imports(_tree(tmp_path, files)) == [f"{PKG}.{found}"]
+
+
+def test_a_private_name_imported_from_another_module_is_found(tmp_path: Path) -> None:
+    files = dict(CLEAN)
+    files["commands/_flags.py"] = "def add_repo_flag():\n    pass\n"
+    files["commands/compare.py"] = "from . import _flags\nfrom ._flags import add_repo_flag\n"
+    assert private_imports(_tree(tmp_path, files)) == []
+    files["report/tables.py"] = "from duetbench.analysis.compare import _helper\n"
+    assert private_imports(_tree(tmp_path, files)) == [
+        "duetbench.report.tables:1 imports duetbench.analysis.compare._helper"
+    ]
 
 
 def test_imports_within_a_layer_and_downwards_are_allowed(tmp_path: Path) -> None:

@@ -338,8 +338,8 @@ def test_a_rule_that_decides_on_the_last_allowed_run_says_decided(tmp_path: Path
     st = tracker.states[stop_key("b", "aduet")]
     st.values = {"b": [0.30, 0.32, 0.29, 0.31, 0.30, 0.31]}
     st.reps = 6  # the decision and max_runs at once
-    assert tracker._decide(st) and st.stopped == "decided"
+    assert tracker.decide(st) and st.stopped == "decided"
     assert st.decisions["b"].verdict == "slower"
     # a rule still undecided at max_runs stops for max_runs
     st.stopped, st.values = None, {"b": [0.05, -0.04, 0.06, -0.05, 0.04, -0.03]}
-    assert tracker._decide(st) and st.stopped == "max_runs"
+    assert tracker.decide(st) and st.stopped == "max_runs"

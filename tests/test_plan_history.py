@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from duetbench.adaptive.forecast import fixed_reach
+from duetbench.adaptive.forecast import fixed_reach, forecast
+from duetbench.adaptive.prior import Prior
 from duetbench.analysis.costs import CostModel
+from duetbench.config import load_config
 from duetbench.history import Repository, fingerprint, priors
 from history_helpers import HOST
 from test_history_priors import MS, add
@@ -133,6 +135,16 @@ def test_plan_with_history(tmp_path: Path) -> None:
     assert row["fixed_probability"] == pytest.approx(
         fixed_reach(prior.cost_model(), 12, goal=0.01).probability
     )
+    # the stop predicted is that of the rule `duet run --repo` stops with: the prior with
+    # its shape (these runs' serial correlation and skew), not its spread alone
+    assert prior.shape is not None
+    exp, key = load_config(cfg, host_cpus=None), ("parse", "aduet")
+
+    def predicted(p: Prior) -> int:
+        rows = forecast(exp, precision=0.01, models={key: p.cost_model()}, priors={key: p})
+        return next(r for r in rows if r["benchmark"] == "parse")["runs"]
+
+    assert row["runs"] == predicted(prior) != predicted(replace(prior, shape=None))
     text = _cli(*plan, "--precision", "1%")
     assert text.returncode == 0 and "P(goal reached)" in text.stdout
     for bad, why in (

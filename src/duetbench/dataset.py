@@ -67,7 +67,7 @@ def run_flags(store: ResultsStore) -> dict[tuple[str, str], RunFlags]:
         load = run.other_load_cpus
         if load is not None:
             loads.setdefault(key, []).append(load)
-        if run.unbalanced:  # left out or corrected: the analysis says which (measure.py)
+        if run.unbalanced:  # left out or corrected: the analysis says which (measure_choice.py)
             shares = run.cpu_shares
             unbalanced.setdefault(key, []).append((shares["A"], shares["B"], run.other_cpus or 0.0))
     same = {k: _same_cpus(m) for k, m in mains.items()}

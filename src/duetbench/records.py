@@ -292,7 +292,7 @@ UNBALANCED_MIN_SHARE = 0.2
 #: a side's CPU time over a window is credited to its iterations only when their wall
 #: times fill FILL_MIN to FILL_MAX of it (less: a start-up or work between them would pull
 #: the ratio towards 1; more: they are not its process's -- values per inner loop, or
-#: computed -- and its CPU time is not theirs; analysis/measure.py)
+#: computed -- and its CPU time is not theirs; analysis/measure_choice.py)
 FILL_MIN, FILL_MAX = 0.5, 1.05
 
 

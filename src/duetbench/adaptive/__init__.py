@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..analysis.costs import CostModel, detect_warmup, estimate_costs, repetition_seconds
 from ..analysis.paired_runs import paired_runs, run_level_values
-from .auto import PILOT_RUNS, PILOT_SHARE, MethodChoice, MethodPrior, choose_method
+from .method_choice import PILOT_RUNS, PILOT_SHARE, MethodChoice, choose_method
 from .planning import (
     Plan,
     StopRuns,
@@ -19,6 +19,7 @@ from .planning import (
     plan_for_precision,
     precision_stop_runs,
 )
+from .prior import HostPriors, Prior
 from .rules import (
     Decision,
     Goal,
@@ -41,11 +42,12 @@ __all__ = [
     "Decision",
     "Design",
     "Goal",
+    "HostPriors",
     "Intervals",
     "MethodChoice",
-    "MethodPrior",
     "Outcome",
     "Plan",
+    "Prior",
     "StopReason",
     "StopRule",
     "StopRuns",

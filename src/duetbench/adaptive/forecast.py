@@ -14,6 +14,7 @@ from scipy import stats
 from ..analysis.costs import CostModel, estimate_costs
 from ..errors import AnalysisError
 from .planning import Plan, plan_for_power, plan_for_precision, precision_stop_runs
+from .prior import Prior
 from .rules import StopRule
 
 __all__ = ["RANGE_LEVEL", "FixedReach", "fixed_reach", "forecast"]
@@ -44,7 +45,7 @@ def forecast(
     models: Mapping[tuple[str, str], CostModel] | None = None,
     evidence: Mapping[tuple[str, str], str] | None = None,
     missing: str = "no earlier runs: run a pilot, e.g. --max-runs 5",
-    priors: Mapping[tuple[str, str], Any] | None = None,
+    priors: Mapping[tuple[str, str], Prior] | None = None,
 ) -> list[dict[str, Any]]:
     """A row per benchmark x method the config runs: iterations per run, runs and machine
     nanoseconds predicted for ``precision`` (relative half-width) or for 80 % power to
@@ -53,9 +54,9 @@ def forecast(
     is the spread's degrees of freedom), with ``evidence`` saying where each came from.
     Without a goal, only the fixed-count rows below. A benchmark whose run count is fixed
     (no ``stop:``) also states the precision its runs reach: :func:`fixed_reach`.
-    ``priors``: per (benchmark, method) the repository's prior spread
-    (:class:`~.prior.SpreadPrior`) that `duet run --history` stops with -- a precision
-    goal's stop is then predicted for the rule with that prior."""
+    ``priors``: per (benchmark, method) the repository's :class:`~.prior.Prior` that `duet
+    run --repo` stops with (its spread and shape) -- a precision goal's stop is then
+    predicted for the rule with that prior, at the spread the prediction assumes."""
     if models is None:
         if table is None:
             raise AnalysisError("forecast needs earlier runs: a table or cost models")

@@ -1,91 +1,152 @@
-"""Stopping with a prior spread from earlier experiments (docs/adaptive.md, "Stopping
-with the repository's priors").
+"""What earlier experiments say about the next one: the :class:`Prior` of a benchmark x
+method on one host (docs/history.md, "Priors"), one value for every use.
 
-A results repository knows the spread of a benchmark x method's run values on this
-host from its earlier experiments (:func:`duetbench.history.priors`): ``s0`` with ``df0``
-degrees of freedom, each experiment's own mean removed. When the current runs are as
-noisy as those were, the spread need not be learned afresh, and the interval after
-``n`` runs pools both:
-
-    s_p^2 = (w s0^2 + (n - 1) s_n^2) / (w + n - 1),   df = w + n - 1,
-    w = min(df0, PRIOR_WEIGHT (n - 1))
-
-- **precise** (design ``width``): ``mean +- t_df s_p / sqrt(n) * c_n`` with the widening
-  ``c_n = 1 + (WIDTH_INFLATION - 1) (n - 1) / df``: the stop depends on the spread, and
-  only on the current runs' share of it, so the widening that protects the no-prior
-  rule (a stop comes when the spread happens to look small) shrinks with that share;
-  looks from :data:`PRIOR_FIRST_LOOK` runs.
-- **decided** (designs ``sequence``/``group``): the normal-mixture confidence sequence
-  (the group design's normal boundary) with ``s_p`` in place of the unknown SD, times
-  ``t_df / z`` for what ``s_p`` still does not know; intersected over looks.
-
-**The check.** Every look from :data:`PRIOR_FIRST_CHECK` runs tests whether the current
-runs are noisier than the prior said: ``F = s_n^2 / s0^2`` against the F distribution
-with ``(n - 1, df0)`` degrees of freedom, one-sided at :data:`PRIOR_ALPHA`. From the
-first look that rejects, the prior is dropped for good: the interval is the no-prior
-rule's (its own looks, its own intersection), and the decision says so. A quieter
-machine than before is not a reason to drop it (the pooled interval is then
-conservative: coverage kept, runs spent). Before the check has the power to see a
-noisier machine, the prior's weight is bounded (:data:`PRIOR_WEIGHT`), so the current
-runs' spread always moves the pooled one. The guards for serial correlation and skew
-widen the interval as they widen the no-prior rule's (``guards.guard``); the prior's
-``shape`` (the earlier runs' serial correlation and skew) is the guards' prior.
+:func:`duetbench.history.priors` computes it from a results repository; the stopping
+rule decides with its spread and shape (:mod:`.prior_intervals`, :mod:`.guards`;
+docs/adaptive.md, "Stopping with the repository's priors"), ``method: auto`` scores a
+method with its spread and machine seconds per repetition without a pilot
+(:mod:`.method_choice`; "Choosing from the repository"), and `duet plan --repo` plans
+with its cost model and predicts the stop of the rule with the same prior ("Cost model
+and planning"). :class:`HostPriors` is what a command reads for the stopping rules of
+one experiment: this host's priors in a repository, and where they came from.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
-from scipy import stats
+from ..analysis.costs import STAT_FACTOR, CostModel
+from ..errors import AnalysisError
+from .guards import ShapePrior
 
-from .boundaries import mixture_precision, normal_mixture_multiplier
-from .guards import Guard, ShapePrior, skewed_bounds
-from .sequential import WIDTH_INFLATION, Design, Intervals, prefix_moments
-
-__all__ = [
-    "PRIOR_ALPHA",
-    "PRIOR_FIRST_CHECK",
-    "PRIOR_FIRST_LOOK",
-    "PriorIntervals",
-    "SpreadPrior",
-    "prior_intervals",
-    "prior_text",
-]
-
-#: one-sided level of the check "the current runs are noisier than the prior", at every
-#: look
-PRIOR_ALPHA = 0.05
-#: the prior counts as at most this many times the current runs' degrees of freedom: a
-#: machine noisier than before then still pulls the pooled spread up by a fifth of the
-#: difference or more, before the check has the power to see it
-PRIOR_WEIGHT = 4
-#: ... made from this many current runs on (2 runs give a spread of 1 df)
-PRIOR_FIRST_CHECK = 3
-#: the first look of a precision goal with a prior (the spread is known: no need to
-#: wait for 5 runs as the no-prior width design does; the check needs 3)
-PRIOR_FIRST_LOOK = 3
+__all__ = ["HostPriors", "Prior"]
 
 
 @dataclass(frozen=True)
-class SpreadPrior:
-    """The spread of a benchmark x method's run values in earlier experiments on this
-    host: ``sd`` (log scale) with ``df`` degrees of freedom; ``experiments``/``runs``
-    say where it came from (shown, not used); ``shape``: their serial correlation and
-    skew (the guards' prior; None: not known, e.g. a stops.json of an older release)."""
+class Prior:
+    """The priors of one benchmark x method on one host (docs/history.md, "Priors").
 
-    sd: float
+    ``sd``: the spread of its run values (log scale) pooled over ``experiments``
+    experiments with each one's mean removed, ``df`` its degrees of freedom (None and 0:
+    the experiments give no estimate), from ``runs`` run values; ``shape``: their serial
+    correlation and skewness (the guards' prior; None: too few runs, or a stops.json of
+    an older release); ``seconds_per_run``: machine seconds of one repetition (a seqn
+    one: A and B; None: not known). The rest says where it came from -- the series and
+    host fingerprint, the experiments of the window (``window``, oldest first) and those
+    left out (``skipped``) -- and what a run costs besides (``duet history show``, the
+    cost model :meth:`cost_model`); a prior made by hand or read back from stops.json
+    leaves them empty."""
+
+    sd: float | None
     df: int
-    experiments: int = 0
     runs: int = 0
+    experiments: int = 0
     shape: ShapePrior | None = None
+    seconds_per_run: float | None = None
+    suite: str = ""
+    benchmark: str = ""
+    method: str = ""
+    host: str = ""  # fingerprint
+    window: tuple[int, ...] = ()
+    iterations: float | None = None  # mean pairs per run
+    seconds_per_iteration: float | None = None
+    seconds_fixed: float | None = None
+    warmup: int | None = None
+    left_out_share: float | None = None
+    unbalanced_share: float | None = None
+    within_runs: float | None = None
+    stat_factor: float = STAT_FACTOR["median"]
+    skipped: tuple[tuple[int, str], ...] = field(default=())  # (experiment, why left out)
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.sd) and self.sd >= 0.0) or int(self.df) < 1:
-            raise ValueError(f"a prior needs a finite sd >= 0 and df >= 1, got {self}")
+        sd_ok = self.sd is None or (math.isfinite(self.sd) and self.sd >= 0.0)
+        if not sd_ok or int(self.df) < (0 if self.sd is None else 1):
+            raise ValueError(f"a prior needs a finite sd >= 0 with df >= 1, got {self}")
+        sec = self.seconds_per_run
+        if sec is not None and not (math.isfinite(sec) and sec > 0.0):
+            raise ValueError(f"a prior needs machine seconds > 0 per run, got {self}")
 
-    def to_json(self) -> dict[str, object]:
+    @property
+    def has_spread(self) -> bool:
+        """Whether it has a spread: what the stopping rule needs."""
+        return self.sd is not None and self.df >= 1
+
+    @property
+    def usable(self) -> bool:
+        """Whether it can plan and score a method: a spread and machine seconds per run."""
+        return self.has_spread and self.seconds_per_run is not None
+
+    @property
+    def score(self) -> float:
+        """``method: auto``'s score, ``sd^2 x seconds_per_run``: the variance of the mean
+        after one machine-second, as a pilot's runs would give it."""
+        if not self.usable:
+            raise AnalysisError(f"{self._name()}: the prior has no spread and machine time")
+        return float(self.sd) ** 2 * float(self.seconds_per_run)  # type: ignore[arg-type]
+
+    def _name(self) -> str:
+        return f"{self.benchmark} [{self.method}]" if self.benchmark else "a prior"
+
+    def cost_model(self) -> CostModel:
+        """The prior as the cost model planning uses: the run-value variance ``sd^2`` at
+        the pairs per run seen, split into between- and within-run parts as
+        :func:`~duetbench.analysis.costs.estimate_costs` does."""
+        if not self.usable:
+            raise AnalysisError(
+                f"{self._name()}: the repository has no spread and cost "
+                "for it on this host (needs an experiment with at least 2 runs)"
+            )
+        var = float(self.sd) ** 2  # type: ignore[arg-type]
+        i0 = float(self.iterations or 1.0)
+        within = float(self.within_runs or 0.0)
+        between = max(0.0, var - self.stat_factor * within / i0)
+        return CostModel(
+            suite=self.suite,
+            benchmark=self.benchmark,
+            method=self.method,
+            runs=self.df + 1,
+            iterations=i0,
+            run_var=var,
+            between_runs=between,
+            within_runs=within if between > 0 else var * i0 / self.stat_factor,
+            stat_factor=self.stat_factor,
+            warmup=int(self.warmup or 0),
+            seconds_per_run=float(self.seconds_per_run),  # type: ignore[arg-type]
+            seconds_per_iteration=float(self.seconds_per_iteration or 0.0),
+            seconds_fixed=float(self.seconds_fixed or 0.0),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole prior (`duet history show --format json`)."""
+        shape = self.shape
+        return {
+            "suite": self.suite,
+            "benchmark": self.benchmark,
+            "method": self.method,
+            "host": self.host,
+            "experiments": list(self.window),
+            "runs": self.runs,
+            "sd": self.sd,
+            "df": self.df,
+            "iterations": self.iterations,
+            "seconds_per_run": self.seconds_per_run,
+            "seconds_per_iteration": self.seconds_per_iteration,
+            "seconds_fixed": self.seconds_fixed,
+            "warmup": self.warmup,
+            "left_out_share": self.left_out_share,
+            "unbalanced_share": self.unbalanced_share,
+            "serial_r": None if shape is None else shape.r,
+            "skew": None if shape is None else shape.skew,
+            "shape_runs": 0 if shape is None else shape.runs,
+            "skipped": [{"experiment": e, "why": w} for e, w in self.skipped],
+        }
+
+    def stops_json(self) -> dict[str, object]:
+        """What a stopping rule decided with (stops.json ``priors``): read back by
+        :meth:`from_stops_json` when an experiment is resumed or analysed."""
         out: dict[str, object] = {
             "sd": self.sd,
             "df": int(self.df),
@@ -94,136 +155,54 @@ class SpreadPrior:
         }
         if self.shape is not None:
             out["shape"] = self.shape.to_json()
+        if self.seconds_per_run is not None:
+            out["seconds_per_run"] = self.seconds_per_run
         return out
 
     @classmethod
-    def from_json(cls, d: object) -> SpreadPrior | None:
+    def from_stops_json(cls, d: object) -> Prior | None:
+        """The prior of a stops.json ``priors`` entry (None: no spread recorded)."""
         if not isinstance(d, dict) or d.get("sd") is None or not d.get("df"):
             return None
+        sec = d.get("seconds_per_run")
+        known = isinstance(sec, (int, float)) and math.isfinite(sec) and sec > 0
         return cls(
             float(d["sd"]),
             int(d["df"]),
-            int(d.get("experiments") or 0),
-            int(d.get("runs") or 0),
-            ShapePrior.from_json(d.get("shape")),
+            runs=int(d.get("runs") or 0),
+            experiments=int(d.get("experiments") or 0),
+            shape=ShapePrior.from_json(d.get("shape")),
+            seconds_per_run=float(sec) if known else None,
         )
 
 
 @dataclass(frozen=True, eq=False)
-class PriorIntervals:
-    """The intervals with the prior where it held, the no-prior rule's from the look
-    that dropped it. ``dropped``: per row and run, the prior is no longer used;
-    ``check_p``: the check's p-value at each run (NaN before PRIOR_FIRST_CHECK);
-    ``sd``: the spread the interval used (pooled, or the current runs' own)."""
+class HostPriors:
+    """This host's priors in a results repository, for the stopping rules of one
+    experiment (`duet run --repo`, `duet gate`, `duet bisect`): ``priors`` per (benchmark,
+    method), each with a spread; where they came from is stops.json's ``history``."""
 
-    intervals: Intervals
-    dropped: np.ndarray
-    check_p: np.ndarray
-    sd: np.ndarray
+    priors: Mapping[tuple[str, str], Prior]
+    repository: str = ""
+    host: str = ""  # fingerprint
+    last: int = 0  # experiments in each window
 
+    def source(self) -> dict[str, object]:
+        return {"repository": self.repository, "host": self.host, "last": int(self.last)}
 
-def prior_intervals(
-    values: np.ndarray,
-    prior: SpreadPrior,
-    design: Design,
-    plain: Intervals,
-    *,
-    confidence: float,
-    first_look: int,
-    tuned_for: int = 10,
-    looks: np.ndarray | None = None,
-    sd0: np.ndarray | None = None,
-) -> PriorIntervals:
-    """Intervals after every run of every row of ``values`` using ``prior`` (module doc).
-
-    ``plain``: the no-prior rule's intervals of the same values (what a dropped prior
-    falls back to); ``looks``: per run, whether the rule looks there (default: every
-    run from ``first_look``); ``design``: the rule's resolved design; ``sd0``: per row, a
-    prior SD in place of ``prior.sd`` (the simulation: each experiment its own prior).
-    """
-    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    rows, runs = v.shape
-    n = np.arange(1, runs + 1, dtype=np.float64)
-    mean, sd = prefix_moments(v)
-    s0 = np.full((rows, 1), float(prior.sd)) if sd0 is None else np.reshape(sd0, (rows, 1))
-    df0 = float(prior.df)
-    cur_var = np.nan_to_num(sd * sd, nan=0.0)
-    w = np.minimum(df0, PRIOR_WEIGHT * np.maximum(n - 1.0, 1.0))  # the prior's weight (df)
-    df = w + n - 1.0
-    pooled = np.sqrt((w * s0 * s0 + (n - 1.0) * cur_var) / df)
-    level = 0.5 + confidence / 2.0
-    t = stats.t.ppf(level, df)
-    if design is Design.WIDTH:
-        mult = t * (1.0 + (WIDTH_INFLATION - 1.0) * ((n - 1.0) / df) ** 2)
-    else:
-        z = float(stats.norm.ppf(level))
-        phi = mixture_precision(tuned_for, confidence)
-        mult = normal_mixture_multiplier(n, confidence, phi) * t / z
-    looked = n >= max(first_look, 1) if looks is None else np.asarray(looks, dtype=bool)
-    # the guards: widened as the no-prior rule's interval is (guards.guard)
-    factor = plain.inflation if plain.inflation is not None else np.ones_like(v)
-    se = pooled * np.sqrt(factor) / np.sqrt(n)
-    mult = np.where(looked, mult, np.inf)
-    if plain.guard is not None:
-        low, high = skewed_bounds(mean, se, mult, plain.guard.skew)
-    else:
-        low, high = mean - mult * se, mean + mult * se
-    if design.intersects:
-        low = np.maximum.accumulate(low, axis=1)
-        high = np.minimum.accumulate(high, axis=1)
-
-    # the check: noisier than the prior said (F test against the prior's full df)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = stats.f.sf(cur_var / (s0 * s0), np.maximum(n - 1.0, 1.0), df0)
-    p = np.where(np.isnan(p), np.where(cur_var > 0, 0.0, 1.0), p)  # a prior SD of 0
-    p = np.where(n >= PRIOR_FIRST_CHECK, p, np.nan)
-    bad = np.nan_to_num(p, nan=1.0) < PRIOR_ALPHA
-    dropped = np.maximum.accumulate(bad, axis=1)
-    low = np.where(dropped, plain.low, low)
-    high = np.where(dropped, plain.high, high)
-    crossed = low > high
-    if crossed.any():
-        with np.errstate(invalid="ignore"):  # (-inf + inf) where no look yet: not crossed
-            mid = (low + high) / 2.0
-        low, high = np.where(crossed, mid, low), np.where(crossed, mid, high)
-    used_sd = np.where(dropped, sd, pooled)
-    iv = Intervals(
-        mean, used_sd, low, high, looked | plain.looked, plain.serial_r, factor, plain.guard
-    )
-    return PriorIntervals(iv, dropped, p, used_sd)
-
-
-def prior_text(prior: SpreadPrior, pi: PriorIntervals) -> str:
-    """What a decision's explanation says about the prior (the last run of row 0)."""
-    if not pi.dropped[0, -1]:
-        return (
-            f"; with the spread of {prior.runs or prior.df} earlier runs on this host "
-            f"(sd {prior.sd * 100:.2f} %, {prior.df} df)"
+    @classmethod
+    def from_stops(cls, stops: object) -> HostPriors | None:
+        """The priors a stops.json document's rules decided with (None: none): a resumed
+        experiment keeps those it started with, so it reaches the decisions it would have."""
+        h = stops.get("history") if isinstance(stops, dict) else None
+        if not isinstance(h, dict) or not h:
+            return None
+        found: dict[tuple[str, str], Prior] = {}
+        for entry in (stops.get("stops") or {}).values():  # type: ignore[union-attr]
+            for bench, d in (entry.get("priors") or {}).items():
+                prior = Prior.from_stops_json(d)
+                if prior is not None:
+                    found[(str(bench), str(entry.get("method")))] = prior
+        return cls(
+            found, str(h.get("repository", "")), str(h.get("host", "")), int(h.get("last") or 0)
         )
-    where = int(np.argmax(pi.dropped[0])) + 1
-    p = pi.check_p[0, where - 1]
-    return (
-        f"; the prior spread was dropped after run {where}: these runs are noisier than "
-        f"the earlier runs on this host (check p = {p:.3f}), so the interval is the "
-        "no-prior rule's (docs/adaptive.md, 'Stopping with the repository's priors')"
-    )
-
-
-def order_text(history: ShapePrior | None, guard: Guard | None) -> str:
-    """What a decision's explanation says about the repository's shape prior (the
-    last run of row 0): nothing where the earlier runs were independent and these agree."""
-    if history is None or guard is None:
-        return ""
-    if guard.dropped[0, -1]:
-        where = int(np.argmax(guard.dropped[0])) + 1
-        return (
-            f"; these runs are more serially correlated than the {history.runs} earlier runs "
-            f"on this host (from run {where}): the serial guard is the no-repository one "
-            "(docs/adaptive.md, 'Assumptions, and how they are checked')"
-        )
-    if history.found:
-        return (
-            f"; widened for the serial correlation of {history.runs} earlier runs on this "
-            f"host (lag-1 autocorrelation {history.r:+.2f})"
-        )
-    return ""

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..analysis.paired_runs import run_level_values
 from ..options import CompareOptions
-from .prior import SpreadPrior
+from .prior import Prior
 from .rules import StopRule, decide, with_first_look
 
 __all__ = [
@@ -80,7 +80,7 @@ def stop_rule(entry: Mapping[str, Any], bench: str | None = None) -> StopRule:
     (``priors``; docs/adaptive.md, "Stopping with the repository's priors")."""
     rule = with_first_look(_rule(entry), int(entry.get("first_look") or 0))
     if bench is not None:
-        prior = SpreadPrior.from_json((entry.get("priors") or {}).get(bench))
+        prior = Prior.from_stops_json((entry.get("priors") or {}).get(bench))
         if prior is not None:
             rule = replace(rule, prior=prior)
     return rule

@@ -17,17 +17,17 @@ from enum import StrEnum
 
 import numpy as np
 
-from duetbench.analysis.stats import verdicts
+from duetbench.analysis.stats import interval_verdicts
 from duetbench.config.stop import DESIGNS as USER_DESIGNS  # the designs a rule may ask for
 from duetbench.errors import AnalysisError
 from duetbench.schema import Verdict
 from duetbench.units import ValueTextError, percentage
 
 from .guards import guard_notes
-from .prior import (
+from .prior import Prior
+from .prior_intervals import (
     PRIOR_FIRST_LOOK,
     PriorIntervals,
-    SpreadPrior,
     order_text,
     prior_intervals,
     prior_text,
@@ -83,7 +83,7 @@ class StopReason(StrEnum):
 
 
 class Outcome(StrEnum):
-    """The verdict words of :func:`duetbench.analysis.verdicts` (schema.Verdict)."""
+    """The verdict words of :func:`duetbench.analysis.interval_verdicts` (schema.Verdict)."""
 
     SLOWER = "slower"  # the interval lies above 0 and above +threshold
     FASTER = "faster"  # below 0 and below -threshold
@@ -133,7 +133,7 @@ class StopRule:
     groups: int | None = 5
     #: the spread of earlier experiments on this host (None: learned from these runs
     #: alone); docs/adaptive.md, "Stopping with the repository's priors"
-    prior: SpreadPrior | None = None
+    prior: Prior | None = None
 
     @classmethod
     def create(cls, **kw: object) -> StopRule:
@@ -172,8 +172,8 @@ class StopRule:
             raise AnalysisError(
                 f"groups must be at least 1 (or None: a look every run), got {r.groups!r}"
             )
-        if r.prior is not None and not isinstance(r.prior, SpreadPrior):
-            raise AnalysisError(f"prior must be a SpreadPrior, got {r.prior!r}")
+        if r.prior is not None and not (isinstance(r.prior, Prior) and r.prior.has_spread):
+            raise AnalysisError(f"prior must be a Prior with a spread, got {r.prior!r}")
         if int(r.tuned_for) < 3:
             raise AnalysisError(f"tuned_for must be at least 3 runs, got {r.tuned_for!r}")
         return replace(
@@ -235,7 +235,7 @@ _STUDY_DESIGNS = (Design.NAIVE, Design.ASYMPTOTIC)
 
 def goal_first_look(rule: StopRule) -> int:
     """The first run count at which the rule checks its goal: ``min_runs``; a precision
-    goal with a prior at least :data:`~.prior.PRIOR_FIRST_LOOK` (at most ``max_runs``).
+    goal with a prior at least :data:`~.prior_intervals.PRIOR_FIRST_LOOK` (at most ``max_runs``).
     Early looks need no wait for the serial check: the guards widen them by what they
     cannot yet rule out (docs/adaptive.md, "Assumptions, and how they are checked")."""
     if rule.until is Goal.PRECISE and rule.prior is not None:
@@ -245,9 +245,9 @@ def goal_first_look(rule: StopRule) -> int:
 
 def outcomes(low: object, high: object, threshold: float) -> np.ndarray:
     """Outcome of every interval of relative change (arrays of the same shape): the
-    verdicts of every command (:func:`duetbench.analysis.verdicts`), ``inconclusive``
+    verdicts of every command (:func:`duetbench.analysis.interval_verdicts`), ``inconclusive``
     where there is no interval yet."""
-    out = verdicts(low, high, threshold)
+    out = interval_verdicts(low, high, threshold)
     out[out == Verdict.NO_DATA.value] = Outcome.INCONCLUSIVE.value
     return out
 
@@ -546,7 +546,7 @@ class Stops:
 
 def with_first_look(rule: StopRule, first_look: int) -> StopRule:
     """``rule`` checking its goal from ``first_look`` runs on, if that is later than its
-    own ``min_runs`` (method auto: a counted pilot, adaptive/auto.py), at most at
+    own ``min_runs`` (method auto: a counted pilot, adaptive/method_choice.py), at most at
     ``max_runs``."""
     if first_look <= rule.min_runs:
         return rule

@@ -7,6 +7,13 @@ defined in docs/statistics.md (by section). The entry point is :func:`compare`.
 from __future__ import annotations
 
 from .compare import CompareOptions, compare, compare_tests, difference_test, ratio_test
+from .evaluation_helpers import (
+    cv,
+    minimal_detectable_slowdown,
+    runtime_speedup,
+    shuffle_check,
+    slow_down,
+)
 from .filters import drop_warmup, winsorize
 from .intervals import (
     GroupIntervals,
@@ -15,13 +22,6 @@ from .intervals import (
     t_interval,
     weighted_bootstrap_interval,
 )
-from .measures import (
-    cv,
-    minimal_detectable_slowdown,
-    runtime_speedup,
-    shuffle_check,
-    slow_down,
-)
 from .overlaps import overlap_rate, overlap_time, overlaps, relative_overlap_time
 from .pairing import pair
 from .stats import (
@@ -29,8 +29,8 @@ from .stats import (
     ChangeResult,
     ConfidenceInterval,
     MannWhitneyResult,
+    interval_verdicts,
     mann_whitney_u,
-    verdicts,
 )
 
 __all__ = [
@@ -59,7 +59,7 @@ __all__ = [
     "shuffle_check",
     "slow_down",
     "t_interval",
-    "verdicts",
+    "interval_verdicts",
     "weighted_bootstrap_interval",
     "winsorize",
 ]

@@ -283,7 +283,7 @@ class Iterations:
     #: bool per row: its run had other work beside it (column ``other_work``), or None
     other_work: np.ndarray | None = None
     #: per row, the optional columns of :data:`AUX_COLUMNS` the table has (float64, NaN
-    #: where empty; ``unbalanced`` bool): what the measure choice needs (measure.py)
+    #: where empty; ``unbalanced`` bool): what the measure choice needs (measure_choice.py)
     aux: Mapping[str, np.ndarray] = field(default_factory=dict)
     #: the measure of every group once chosen (measure.MeasureChoice; None before)
     measure: Any = None
@@ -293,7 +293,7 @@ class Iterations:
         return len(self.units)
 
     def with_duration(self, duration: np.ndarray) -> Iterations:
-        """The same rows with other durations (e.g. CPU times: measure.py)."""
+        """The same rows with other durations (e.g. CPU times: measure_choice.py)."""
         return replace(self, duration=duration)
 
     def with_measure(self, choice: Any) -> Iterations:
@@ -450,7 +450,7 @@ class Iterations:
         )
 
 
-#: optional per-row columns the measure choice reads (analysis/measure.py), and the run
+#: optional per-row columns the measure choice reads (analysis/measure_choice.py), and the run
 #: statistic ``auto`` (``evaluations``: duet micro's samples, run_statistics.py)
 AUX_COLUMNS = (
     "cpu_ns",

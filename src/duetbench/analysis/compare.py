@@ -38,7 +38,7 @@ from .intervals import (
     t_interval,
     weighted_bootstrap_interval,
 )
-from .measure import measured
+from .measure_choice import measured
 from .pairing import Pairs, pair_rows
 from .ranks import GroupedSignedRank, signed_rank
 from .run_statistics import RunValues, run_values, sparse_runs
@@ -47,10 +47,10 @@ from .stats import (
     ChangeResult,
     ConfidenceInterval,
     GroupedU,
+    interval_verdicts,
     mann_whitney_grouped,
     pooled_u_verdicts,
     rank_verdicts,
-    verdicts,
 )
 
 __all__ = [
@@ -133,7 +133,7 @@ def unit_extras(opts: CompareOptions) -> list[str]:
 
 
 def filtered(it: Iterations, opts: CompareOptions) -> Iterations:
-    """Warm-up removal, the measure (wall or CPU time, per group: measure.py, which
+    """Warm-up removal, the measure (wall or CPU time, per group: measure_choice.py, which
     also leaves out unbalanced runs where wall time is compared) and optional
     winsorization (docs/statistics.md, "Overlaps, pairing, filters: details")."""
     itf = measured(it, opts)  # before the warm-up: a run's CPU time covers every iteration
@@ -385,7 +385,7 @@ def _result_table(
     out["runs_few_pairs"] = ch.few_pairs
     out["pairs"] = ch.pairs
     out["clusters"] = ch.clusters
-    out["verdict"] = _verdicts(ch, u, opts)
+    out["verdict"] = _group_verdicts(ch, u, opts)
     out["test"] = opts.test
     out["interval"] = opts.interval
     out["confidence"] = opts.confidence
@@ -401,10 +401,10 @@ def _result_table(
     return out
 
 
-def _verdicts(ch: Changes, u: GroupedU, opts: CompareOptions) -> np.ndarray:
+def _group_verdicts(ch: Changes, u: GroupedU, opts: CompareOptions) -> np.ndarray:
     """The verdict of every group, in one place for every test."""
     if opts.test in ("ratio", "diff"):
-        return verdicts(ch.low, ch.high, opts.threshold)
+        return interval_verdicts(ch.low, ch.high, opts.threshold)
     defined = ~(np.isnan(ch.low) | np.isnan(ch.high))  # at least 2 runs (clusters)
     alpha = 1.0 - opts.confidence
     if opts.test == "utest":

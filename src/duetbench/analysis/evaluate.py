@@ -39,8 +39,8 @@ from duetbench.options import CI_TESTS, TESTS, U_TESTS, CompareOptions, Evaluate
 
 from ._table import AUX_COLUMNS
 from .compare import compare, compare_tests, labelled
+from .evaluation_helpers import cv, runtime_speedup, shuffle_check, slow_down
 from .filters import drop_marked_warmup, drop_warmup
-from .measures import cv, runtime_speedup, shuffle_check, slow_down
 from .overlaps import relative_overlap_time
 
 __all__ = ["TABLE_COLUMNS", "TABLES", "Evaluation", "evaluate"]

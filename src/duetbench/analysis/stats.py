@@ -82,7 +82,9 @@ class MannWhitneyResult:
     n_b: int
 
 
-def verdicts(low: npt.ArrayLike, high: npt.ArrayLike, threshold: float = 0.0) -> np.ndarray:
+def interval_verdicts(
+    low: npt.ArrayLike, high: npt.ArrayLike, threshold: float = 0.0
+) -> np.ndarray:
     """Verdict of each interval of relative change (docs/statistics.md, "Verdicts").
 
     ``slower`` (``faster``) if it lies wholly above (below) 0 and beyond ``threshold``

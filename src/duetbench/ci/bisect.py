@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.model import Experiment
 from ..errors import DuetError
@@ -30,6 +30,9 @@ from ..micro.api import MicroError
 from .defaults import MAX_LOOKS
 from .gate import RunsFailed, compare_trees, gate_name, tree_experiment
 from .trees import BuildError, Trees, git, resolve
+
+if TYPE_CHECKING:
+    from ..adaptive.prior import HostPriors
 
 __all__ = ["BisectResult", "Step", "bisect", "combined_rows", "next_candidate"]
 
@@ -201,7 +204,7 @@ class _Search:
     good_label: str = ""  # --good as the user gave it, for messages
     #: --repo: reads the repository's priors for this runner, once per candidate (so
     #: the comparisons ``record`` added before count)
-    priors: Callable[[], tuple[Any, ...]] | None = None
+    priors: Callable[[], HostPriors] | None = None
 
     def over_budget(self) -> bool:
         return self.budget_s is not None and time.monotonic() - self.started >= self.budget_s
@@ -306,7 +309,7 @@ def bisect(
     record: Callable[[Path, Path, Path], None] | None = None,
     max_looks: int = MAX_LOOKS,
     budget_s: float | None = None,
-    priors: Callable[[], tuple[Any, ...]] | None = None,
+    priors: Callable[[], HostPriors] | None = None,
 ) -> BisectResult:
     """Search the first-parent history from ``good`` (exclusive) to ``bad``.
 

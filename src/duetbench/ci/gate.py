@@ -18,12 +18,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
 from ..errors import DuetError, ExitCode
 from ..schedule.adaptive import FAILED_RUNS_STOP
 from .defaults import GATE_THRESHOLD, GATE_UNTIL
+
+if TYPE_CHECKING:
+    from ..adaptive.prior import HostPriors
 
 __all__ = [
     "GateResult",
@@ -269,16 +272,16 @@ def compare_trees(
     title: str,
     *,
     observer: Any = None,
-    priors: tuple[Any, ...] | None = None,
+    priors: HostPriors | None = None,
 ) -> GateResult:
     """Run ``exp`` (already pointing at its trees, with its stopping rules) and judge it.
 
     Python benchmarks are calibrated first (a side that cannot import or run its target:
     a :class:`~duetbench.micro.api.MicroError` naming it); a benchmark whose every run
     failed raises :class:`RunsFailed`, as soon as :data:`FAIL_FAST_RUNS` of its runs
-    did. ``priors``: (the spread of this runner's earlier experiments per (benchmark,
-    method), where from) for the stopping rules, as `duet run --repo` passes them
-    (docs/adaptive.md, "Stopping with the repository's priors")."""
+    did. ``priors``: this runner's priors in a results repository, for the stopping
+    rules, as `duet run --repo` passes them (docs/adaptive.md, "Stopping with the
+    repository's priors")."""
     from ..micro.experiment import calibrate_experiment
     from ..schedule.inline import run_experiment
 

@@ -13,8 +13,8 @@ from ..ci.defaults import GATE_THRESHOLD, GATE_UNTIL
 from ._flags import add_last_flag, add_repo_flag, last_experiments, parse_duration, refuse_unused
 
 if TYPE_CHECKING:
+    from ..adaptive.prior import HostPriors
     from ..config.model import Experiment
-    from ..workflow.repository import Priors
 
 
 def add_tree_options(p: argparse.ArgumentParser) -> None:
@@ -106,7 +106,7 @@ def tree_experiment_of(args: argparse.Namespace) -> Experiment:
     )
 
 
-def repo_priors(args: argparse.Namespace) -> Priors | None:
+def repo_priors(args: argparse.Namespace) -> HostPriors | None:
     """--repo REPO: this runner's priors for the stopping rules, read before anything is
     checked out or measured (a repository that cannot be used: exit 2 now, not after the
     gate). A missing repository file is created: a first gate has no priors, and says so."""

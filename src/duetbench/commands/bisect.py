@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..ci.defaults import MAX_LOOKS
 from ..errors import ExitCode
 from . import SUMMARY
 from ._trees import add_tree_options, build_timeout, repo_priors, tree_experiment_of
+
+if TYPE_CHECKING:
+    from ..adaptive.prior import HostPriors
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     first = repo_priors(args)
     pending = [] if first is None else [first]
 
-    def priors() -> tuple[Any, ...]:
+    def priors() -> HostPriors:
         """This runner's priors before a candidate: the first read, then read again, so
         the comparisons this bisect added count for the next candidate."""
         again = pending.pop() if pending else repo_priors(args)

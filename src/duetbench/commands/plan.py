@@ -150,15 +150,12 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
         )
     models = {(p.benchmark, p.method): p.cost_model() for p in found}
     evidence = {
-        (p.benchmark, p.method): f"{len(p.experiments)} experiments, {p.runs} runs (df {p.df})"
+        (p.benchmark, p.method): f"{p.experiments} experiments, {p.runs} runs (df {p.df})"
         for p in found
     }
-    from ..adaptive.prior import SpreadPrior
-
-    spreads = {
-        (p.benchmark, p.method): SpreadPrior(float(p.sd), p.df, len(p.experiments), p.runs)
-        for p in found
-    }
+    # the priors themselves, shape and all: the forecast predicts the stop of the rule
+    # `duet run --repo` stops with (docs/history.md, "Priors")
+    priors = {(p.benchmark, p.method): p for p in found}
     rows = forecast(
         exp,
         precision=precision,
@@ -166,7 +163,7 @@ def history_forecast(args: argparse.Namespace, exp: Any) -> int:
         only=split_only(args.only),
         models=models,
         evidence=evidence,
-        priors=spreads,
+        priors=priors,
         missing=f"no earlier experiments on host {host[:12]} in the repository: "
         "run a pilot, e.g. --max-runs 5",
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExecutorError
-from .driver import _SHELL_CHARS
+from .driver import SHELL_CHARS
 
 ENGINE_TIMEOUT = 120.0  # seconds for one engine command (run, cp, rm...)
 PULL_TIMEOUT = 900.0
@@ -81,7 +81,7 @@ def make_engine(settings: dict[str, Any] | None, default_kind: str = "podman") -
 
 def container_argv(command: str) -> list[str]:
     """Plain words run directly (PATH lookup in the container); shell syntax through /bin/sh."""
-    if _SHELL_CHARS.search(command):
+    if SHELL_CHARS.search(command):
         return ["/bin/sh", "-c", command]
     words = shlex.split(command)
     return words or ["/bin/sh", "-c", command]

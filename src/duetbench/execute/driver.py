@@ -64,7 +64,8 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-_SHELL_CHARS = re.compile(r"[|&;<>()$`\\\"'*?\[\]#~{}\n=%!]")
+#: characters that make a command need a shell (else it is split and run directly)
+SHELL_CHARS = re.compile(r"[|&;<>()$`\\\"'*?\[\]#~{}\n=%!]")
 PR_SET_PDEATHSIG = 1
 
 
@@ -118,7 +119,7 @@ def _on_term(state: _State) -> Any:
 
 def argv_for(command: str) -> list[str]:
     """Exec directly when the command is plain words; through /bin/sh when it uses shell syntax."""
-    if _SHELL_CHARS.search(command):
+    if SHELL_CHARS.search(command):
         return ["/bin/sh", "-c", command]
     words = shlex.split(command)
     if not words:

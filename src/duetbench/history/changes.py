@@ -52,7 +52,7 @@ from .findings import (
     Dismissed,
     EnvironmentChange,
     Spike,
-    _pct,
+    signed_pct,
 )
 from .fingerprint import differences
 from .repository import Mark, Repository
@@ -142,8 +142,8 @@ def detect_paired(
             (
                 i,
                 float(np.expm1(d[i])),
-                f"{s.before} -> {s.after} {_pct(np.expm1(d[i]))}, then {nxt.before} -> "
-                f"{nxt.after} {_pct(np.expm1(d[i + 1]))}: back to the level before",
+                f"{s.before} -> {s.after} {signed_pct(np.expm1(d[i]))}, then {nxt.before} -> "
+                f"{nxt.after} {signed_pct(np.expm1(d[i + 1]))}: back to the level before",
             )
         )
 
@@ -164,7 +164,7 @@ def detect_paired(
             continue
         after = ""
         if adjacent:
-            after = f"; next step {_pct(steps[i + 1].change)}"
+            after = f"; next step {signed_pct(steps[i + 1].change)}"
         verdicts = ", ".join(sorted(set(s.verdicts))) or "n/a"
         how = f"z = {z[i]:.1f}, {s.runs} runs"
         if accepted[i] and s.evidence is not None:
@@ -178,7 +178,7 @@ def detect_paired(
                 z=float(z[i]),
                 final=adjacent and i + st.window < n,
                 evidence=(
-                    f"direct comparison {s.before} -> {s.after}: {_pct(np.expm1(d[i]))} "
+                    f"direct comparison {s.before} -> {s.after}: {signed_pct(np.expm1(d[i]))} "
                     f"({how}, experiment(s) "
                     f"{', '.join(f'#{e}' for e in s.experiments)}, verdict {verdicts}){after}"
                 ),
@@ -270,11 +270,11 @@ def _evidence_text(ev: Evidence, runs: int, bounds: tuple[float, float]) -> str:
     if bounds[1] - bounds[0] - (ev.log_high - ev.log_low) > 1e-3:  # at least 0.1 % wider
         widened = (
             f"; widened by the neighbours' spread to "
-            f"[{_pct(np.expm1(bounds[0]))}, {_pct(np.expm1(bounds[1]))}]"
+            f"[{signed_pct(np.expm1(bounds[0]))}, {signed_pct(np.expm1(bounds[1]))}]"
         )
     return (
         f"{ev.verdict} by its {how}, {ev.confidence * 100:g} % interval "
-        f"[{_pct(np.expm1(ev.log_low))}, {_pct(np.expm1(ev.log_high))}]"
+        f"[{signed_pct(np.expm1(ev.log_low))}, {signed_pct(np.expm1(ev.log_high))}]"
         f"{widened}, {runs} runs"
     )
 
@@ -362,7 +362,7 @@ def detect_absolute(
                 final=i + st.window + reach + 1 <= n,
                 evidence=(
                     f"absolute series: the {n_left} versions before {levels[i].version} and "
-                    f"the {n_right} from it on differ by {_pct(np.expm1(delta))} "
+                    f"the {n_right} from it on differ by {signed_pct(np.expm1(delta))} "
                     f"(z = {zi:.1f}, spikes removed by a running median of three)"
                 ),
                 experiments=levels[i].experiments,
@@ -434,9 +434,9 @@ def detect_series(
                     s.key,
                     h.version,
                     c,
-                    f"the absolute series moved {_pct(c)} at {h.version}, but the direct "
+                    f"the absolute series moved {signed_pct(c)} at {h.version}, but the direct "
                     f"comparison {direct.before} -> {direct.after} measured "
-                    f"{_pct(direct.change)}: machine drift, not the program",
+                    f"{signed_pct(direct.change)}: machine drift, not the program",
                 )
             )
             continue
@@ -476,7 +476,7 @@ def _marked_change(
         c = step.change
         lo, hi = np.expm1(step.log_ratio - q * step.se), np.expm1(step.log_ratio + q * step.se)
         exps = step.experiments
-        size = f"direct comparison {step.before} -> {step.after}: {_pct(c)}"
+        size = f"direct comparison {step.before} -> {step.after}: {signed_pct(c)}"
     else:
         y = {lv.version: lv.log_ns for lv in s.levels}
         i = s.versions.index(m.version)
@@ -486,7 +486,9 @@ def _marked_change(
         lo = hi = np.nan
         exps = ()
         size = (
-            f"absolute series: medians before/after differ by {_pct(c)}" if np.isfinite(c) else ""
+            f"absolute series: medians before/after differ by {signed_pct(c)}"
+            if np.isfinite(c)
+            else ""
         )
     return Change(
         s.key,

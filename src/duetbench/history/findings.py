@@ -193,5 +193,6 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def _pct(x: float) -> str:
+def signed_pct(x: float) -> str:
+    """A relative change as `+1.2 %` (the findings' explanations)."""
     return f"{x * 100:+.1f} %"

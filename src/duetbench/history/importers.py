@@ -38,22 +38,19 @@ from typing import Any
 
 import numpy as np
 
-from .imported import (
-    TOOLS,
-    ImportedResult,
-    ImportedRun,
-    ImportFileError,
-    _commit_version,
-    _int,
-    _iso_ns,
-    _json,
-    _memory,
-    _need,
-    _positive,
-    _python_version,
-    _read,
-    _regular,
+from .import_files import (
+    check_file,
+    commit_version,
+    iso_ns,
+    memory_bytes,
+    need,
+    positive,
+    python_version,
+    read_json,
+    read_text,
+    whole_number,
 )
+from .imported import TOOLS, ImportedResult, ImportedRun, ImportFileError
 from .versions import Version
 
 __all__ = ["TOOLS", "ImportFileError", "ImportedRun", "detect", "read", "with_version"]
@@ -72,7 +69,7 @@ def _asv_dirs(path: Path) -> tuple[Path, list[Path]]:
     """(machine.json's directory, result files) of a results dir, a machine dir or a file
     (any file found is read, and refused when it is no regular file)."""
     if not path.is_dir():
-        _regular(path, _ASV)  # before its machine.json is looked for
+        check_file(path, _ASV)  # before its machine.json is looked for
         return path.parent, [path]
     if (path / "machine.json").exists():
         return path, sorted(p for p in path.glob("*.json") if p.name != "machine.json")
@@ -84,7 +81,7 @@ def read_asv(path: Path) -> list[ImportedRun]:
     one result file (see the module doc)."""
     if path.is_dir() and not (path / "machine.json").exists():
         machines = sorted(d for d in path.iterdir() if (d / "machine.json").exists())
-        _need(
+        need(
             bool(machines),
             path,
             "asv results directory",
@@ -92,8 +89,8 @@ def read_asv(path: Path) -> list[ImportedRun]:
         )
         return [run for d in machines for run in read_asv(d)]
     directory, files = _asv_dirs(path)
-    machine = _json(directory / "machine.json", "asv machine.json")
-    _need(isinstance(machine, dict) and "machine" in machine, directory / "machine.json",
+    machine = read_json(directory / "machine.json", "asv machine.json")
+    need(isinstance(machine, dict) and "machine" in machine, directory / "machine.json",
           "asv machine.json", "an object with 'machine'")  # fmt: skip
     kinds = _asv_benchmarks(directory.parent / "benchmarks.json")
     runs = []
@@ -106,8 +103,8 @@ def _asv_benchmarks(path: Path) -> dict[str, tuple[str, str]]:
     """name -> (type, unit) from benchmarks.json (empty when there is none)."""
     if not path.exists():
         return {}
-    doc = _json(path, "asv benchmarks.json")
-    _need(isinstance(doc, dict), path, "asv benchmarks.json", "an object")
+    doc = read_json(path, "asv benchmarks.json")
+    need(isinstance(doc, dict), path, "asv benchmarks.json", "an object")
     return {
         k: (str(v.get("type")), str(v.get("unit")))
         for k, v in doc.items()
@@ -118,14 +115,14 @@ def _asv_benchmarks(path: Path) -> dict[str, tuple[str, str]]:
 def _asv_file(
     path: Path, machine: Mapping[str, Any], kinds: Mapping[str, tuple[str, str]]
 ) -> ImportedRun:
-    doc = _json(path, _ASV)
-    _need(
+    doc = read_json(path, _ASV)
+    need(
         isinstance(doc, dict) and isinstance(doc.get("results"), dict) and "commit_hash" in doc,
         path, _ASV, "an asv result file (commit_hash, results)",
     )  # fmt: skip
     columns = doc.get("result_columns")
     version_field = doc.get("version")
-    _need(isinstance(columns, list) and version_field == 2, path, _ASV,
+    need(isinstance(columns, list) and version_field == 2, path, _ASV,
           "a result file of asv 0.5 or later (version 2, result_columns)")  # fmt: skip
     col = {name: i for i, name in enumerate(columns)}
     date = doc.get("date")
@@ -140,7 +137,7 @@ def _asv_file(
         if kind != "time" or unit != "seconds":
             skipped.append(name)
             continue
-        _need(isinstance(row, list), path, _ASV, f"a list of columns for {name}")
+        need(isinstance(row, list), path, _ASV, f"a list of columns for {name}")
         values = row[col["result"]] if len(row) > col["result"] else None
         values = values if isinstance(values, list) else [values]
         params = row[col["params"]] if "params" in col and len(row) > col["params"] else []
@@ -162,15 +159,15 @@ def _asv_file(
         ):
             started.append(int(row[col["started_at"]]) * 1_000_000)
         for i, (combo, value) in enumerate(zip(combos, values, strict=True)):
-            v = _positive(value)
+            v = positive(value)
             if v is None:  # a failed or skipped combination (asv writes null or NaN)
                 continue
             se = None
-            lo, hi = _positive(ci_a[i]), _positive(ci_b[i])
-            n = _int(repeat[i]) or 1
+            lo, hi = positive(ci_a[i]), positive(ci_b[i])
+            n = whole_number(repeat[i]) or 1
             if lo is not None and hi is not None and hi > lo:
                 se = math.log(hi / lo) / (2 * _Z99)
-            elif _positive(q25[i]) and _positive(q75[i]) and n > 1 and q75[i] > q25[i]:
+            elif positive(q25[i]) and positive(q75[i]) and n > 1 and q75[i] > q25[i]:
                 se = math.log(q75[i] / q25[i]) / 1.349 * _MEDIAN_SE / math.sqrt(n)
             raw = samples[i] if isinstance(samples[i], list) else []
             label = f"{name}({', '.join(combo)})" if combo else name
@@ -180,24 +177,24 @@ def _asv_file(
                     v * 1e9,
                     se,
                     len(raw) or n,
-                    tuple(x * 1e9 for x in raw if _positive(x)),
+                    tuple(x * 1e9 for x in raw if positive(x)),
                 )
             )
-    _need(bool(results) or bool(skipped), path, _ASV, "at least one benchmark result")
+    need(bool(results) or bool(skipped), path, _ASV, "at least one benchmark result")
     host = {
         "cpu_model": machine.get("cpu"),
-        "cores": _int(machine.get("num_cpu")),
-        "memory_bytes": _memory(machine.get("ram")),
+        "cores": whole_number(machine.get("num_cpu")),
+        "memory_bytes": memory_bytes(machine.get("ram")),
         "kernel": machine.get("os"),
         "machine": machine.get("arch"),
-        "python": _python_version(doc.get("python")),
+        "python": python_version(doc.get("python")),
     }
     notes = (f"{path.name}: not times, left out: {', '.join(skipped)}",) if skipped else ()
     return ImportedRun(
         tool="asv",
         source=str(path.resolve()),
         suite="asv",
-        version=_commit_version(doc.get("commit_hash"), when, path, _ASV),
+        version=commit_version(doc.get("commit_hash"), when, path, _ASV),
         host_name=str(machine.get("machine")),
         host={k: v for k, v in host.items() if v is not None},
         results=tuple(results),
@@ -235,14 +232,14 @@ def read_pytest_benchmark(path: Path) -> list[ImportedRun]:
     (``.benchmarks``: every ``*.json`` below it, in name order)."""
     if path.is_dir():
         files = sorted(path.rglob("*.json"))
-        _need(bool(files), path, "pytest-benchmark storage", "saved runs (*.json) below it")
+        need(bool(files), path, "pytest-benchmark storage", "saved runs (*.json) below it")
         return [_pb_file(f) for f in files]
     return [_pb_file(path)]
 
 
 def _pb_file(path: Path) -> ImportedRun:
-    doc = _json(path, _PB)
-    _need(
+    doc = read_json(path, _PB)
+    need(
         isinstance(doc, dict)
         and isinstance(doc.get("benchmarks"), list)
         and isinstance(doc.get("machine_info"), dict),
@@ -251,11 +248,11 @@ def _pb_file(path: Path) -> ImportedRun:
     results = []
     for b in doc["benchmarks"]:
         stats = b.get("stats") if isinstance(b, dict) else None
-        _need(isinstance(stats, dict), path, _PB, "every benchmark with its stats")
-        median = _positive(stats.get("median"))
-        _need(median is not None, path, _PB, f"a positive median for {b.get('fullname')}")
-        rounds = _int(stats.get("rounds")) or 1
-        iqr = _positive(stats.get("iqr"))
+        need(isinstance(stats, dict), path, _PB, "every benchmark with its stats")
+        median = positive(stats.get("median"))
+        need(median is not None, path, _PB, f"a positive median for {b.get('fullname')}")
+        rounds = whole_number(stats.get("rounds")) or 1
+        iqr = positive(stats.get("iqr"))
         se = None
         if iqr is not None and rounds > 1:  # robust: the IQR as a standard deviation
             se = iqr / 1.349 / median * _MEDIAN_SE / math.sqrt(rounds)
@@ -266,22 +263,22 @@ def _pb_file(path: Path) -> ImportedRun:
                 median * 1e9,  # type: ignore[operator]
                 se,
                 rounds,
-                tuple(x * 1e9 for x in data if _positive(x)),
+                tuple(x * 1e9 for x in data if positive(x)),
             )
         )
     info = doc["machine_info"]
     cpu = info.get("cpu") if isinstance(info.get("cpu"), dict) else {}
     commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), dict) else {}
-    when = _iso_ns(commit.get("time")) or _iso_ns(commit.get("author_time"))
+    when = iso_ns(commit.get("time")) or iso_ns(commit.get("author_time"))
     version = None
     if commit.get("id") and not commit.get("dirty"):  # a dirty tree is no commit
-        version = _commit_version(commit.get("id"), when, path, _PB)
+        version = commit_version(commit.get("id"), when, path, _PB)
     host = {
         "cpu_model": cpu.get("brand_raw") or info.get("processor"),
-        "cores": _int(cpu.get("count")),
+        "cores": whole_number(cpu.get("count")),
         "kernel": info.get("release"),
         "machine": info.get("machine"),
-        "python": _python_version(info.get("python_version")),
+        "python": python_version(info.get("python_version")),
     }
     notes = ()
     if commit.get("dirty"):
@@ -294,7 +291,7 @@ def _pb_file(path: Path) -> ImportedRun:
         host_name=str(info.get("node") or "pytest-benchmark"),
         host={k: v for k, v in host.items() if v is not None},
         results=tuple(results),
-        started_ns=_iso_ns(doc.get("datetime")),
+        started_ns=iso_ns(doc.get("datetime")),
         notes=notes,
     )
 
@@ -318,7 +315,7 @@ def read_pyperf(path: Path) -> list[ImportedRun]:
     meta = file.metadata
     results, skipped = [], []
     for b in file.benchmarks:
-        _need(b.name is not None, path, _PP, "a name in every benchmark's metadata")
+        need(b.name is not None, path, _PP, "a name in every benchmark's metadata")
         name = str(b.name)
         if b.unit != "second":
             skipped.append(name)
@@ -330,16 +327,16 @@ def read_pyperf(path: Path) -> list[ImportedRun]:
         mean = float(arr.mean())
         se = float(arr.std(ddof=1) / math.sqrt(len(arr)) / mean) if len(arr) > 1 else None
         results.append(ImportedResult(name, mean, se, len(arr), tuple(arr.tolist())))
-    _need(bool(results), path, _PP, "at least one benchmark with values in seconds")
+    need(bool(results), path, _PP, "at least one benchmark with values in seconds")
     host = {
         "cpu_model": meta.get("cpu_model_name"),
-        "cores": _int(meta.get("cpu_count")),
+        "cores": whole_number(meta.get("cpu_count")),
         "kernel": meta.get("platform"),
-        "python": _python_version(meta.get("python_version")),
+        "python": python_version(meta.get("python_version")),
     }
-    when = _iso_ns(meta.get("commit_date"))
+    when = iso_ns(meta.get("commit_date"))
     version = (
-        _commit_version(meta.get("commit_id"), when, path, _PP) if meta.get("commit_id") else None
+        commit_version(meta.get("commit_id"), when, path, _PP) if meta.get("commit_id") else None
     )
     notes = (f"{path.name}: not times, left out: {', '.join(skipped)}",) if skipped else ()
     return [
@@ -351,7 +348,7 @@ def read_pyperf(path: Path) -> list[ImportedRun]:
             host_name=str(meta.get("hostname") or "pyperf"),
             host={k: v for k, v in host.items() if v is not None},
             results=tuple(results),
-            started_ns=_iso_ns(meta.get("date")),
+            started_ns=iso_ns(meta.get("date")),
             notes=notes,
         )
     ]
@@ -369,29 +366,29 @@ _UNITS: dict[str, float | None] = {
 
 
 def read_data_js(path: Path) -> list[ImportedRun]:
-    text = _read(path, _GA)
+    text = read_text(path, _GA)
     m = _PREFIX.match(text)
-    _need(m is not None, path, _GA, "text starting 'window.BENCHMARK_DATA = '")
+    need(m is not None, path, _GA, "text starting 'window.BENCHMARK_DATA = '")
     assert m is not None
     try:
         doc = json.loads(text[m.end() :].strip().rstrip(";"))
     except ValueError as exc:
         raise ImportFileError(f"{path}: not a {_GA} file (its object is not JSON: {exc})") from None
-    _need(isinstance(doc, dict) and isinstance(doc.get("entries"), dict), path, _GA,
+    need(isinstance(doc, dict) and isinstance(doc.get("entries"), dict), path, _GA,
           "an object with 'entries'")  # fmt: skip
     runs = []
     for suite, items in doc["entries"].items():
-        _need(isinstance(items, list), path, _GA, f"a list of runs for entry {suite!r}")
+        need(isinstance(items, list), path, _GA, f"a list of runs for entry {suite!r}")
         for item in items:
-            _need(isinstance(item, dict) and isinstance(item.get("benches"), list)
+            need(isinstance(item, dict) and isinstance(item.get("benches"), list)
                   and isinstance(item.get("commit"), dict), path, _GA,
                   "runs with commit and benches")  # fmt: skip
             commit = item["commit"]
-            when = _iso_ns(commit.get("timestamp"))
+            when = iso_ns(commit.get("timestamp"))
             results, skipped = [], []
             for b in item["benches"]:
                 unit = str(b.get("unit", "")).strip()
-                value = _positive(b.get("value"))
+                value = positive(b.get("value"))
                 if unit not in _UNITS or value is None:
                     skipped.append(f"{b.get('name')} ({unit or 'no unit'})")
                     continue
@@ -408,7 +405,7 @@ def read_data_js(path: Path) -> list[ImportedRun]:
                     tool="github-action-benchmark",
                     source=str(path.resolve()),
                     suite=str(suite),
-                    version=_commit_version(commit.get("id"), when, path, _GA),
+                    version=commit_version(commit.get("id"), when, path, _GA),
                     host_name="github-action-benchmark",
                     host={},
                     results=tuple(results),
@@ -416,7 +413,7 @@ def read_data_js(path: Path) -> list[ImportedRun]:
                     notes=notes,
                 )
             )
-    _need(bool(runs), path, _GA, "at least one run with a time")
+    need(bool(runs), path, _GA, "at least one run with a time")
     return runs
 
 
@@ -424,7 +421,7 @@ def _range_se(bench: Mapping[str, Any], value: float) -> float | None:
     """The relative spread of ``range`` ('stddev: 0.01', '± 3') as a log standard error;
     rounds are not recorded, so this is the spread of one value (a bound)."""
     m = re.search(r"([\d.]+(?:e-?\d+)?)", str(bench.get("range") or ""))
-    spread = _positive(m.group(1)) if m else None
+    spread = positive(m.group(1)) if m else None
     return spread / value if spread is not None else None
 
 
@@ -453,7 +450,7 @@ def detect(path: Path) -> str:
         )
     if not path.exists():
         raise ImportFileError(f"{path} does not exist")
-    text = _read(path, "results")  # a FIFO or a device is refused here, never opened
+    text = read_text(path, "results")  # a FIFO or a device is refused here, never opened
     if _PREFIX.match(text):
         return "github-action-benchmark"
     try:

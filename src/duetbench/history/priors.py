@@ -2,7 +2,8 @@
 on one host (docs/history.md, "Priors").
 
 :func:`priors` reads the last ``last`` experiments of a (suite, benchmark, method, host
-fingerprint) in a results repository and returns a :class:`Prior`:
+fingerprint) in a results repository and returns its :class:`~duetbench.adaptive.prior.Prior`
+(the one prior every use takes: the stopping rule, ``method: auto``, `duet plan`):
 
 - the **spread** of the run values (log B/A per run), pooled over the experiments with
   each experiment's own mean removed: ``s^2 = sum_e sum_r (y_er - mean_e)^2 / df`` with
@@ -33,13 +34,15 @@ then the last ``last`` of the remaining experiments, in the order they were adde
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from ..adaptive.guards import ShapePrior
+from ..adaptive.prior import Prior
 from ..analysis.costs import STAT_FACTOR, CostModel, estimate_costs
 from ..errors import AnalysisError
 from .model import Mark
@@ -48,16 +51,7 @@ from .series import order_versions
 if TYPE_CHECKING:
     from .repository import Repository
 
-__all__ = [
-    "DEFAULT_LAST",
-    "ExperimentPart",
-    "Prior",
-    "host_priors",
-    "method_priors",
-    "pool",
-    "priors",
-    "spread_priors",
-]
+__all__ = ["DEFAULT_LAST", "ExperimentPart", "Prior", "host_priors", "pool", "priors"]
 
 #: experiments in the window unless the caller says
 DEFAULT_LAST = 10
@@ -73,103 +67,6 @@ class ExperimentPart:
     measured: int
     unbalanced: int
     costs: CostModel | None = None
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The priors of one benchmark x method on one host (see the module doc). ``sd`` is on
-    the log scale of the run values; None where the experiments give no estimate."""
-
-    suite: str
-    benchmark: str
-    method: str
-    host: str  # fingerprint
-    experiments: tuple[int, ...]  # the window, oldest first
-    runs: int  # run values pooled
-    sd: float | None
-    df: int
-    iterations: float | None  # mean pairs per run
-    seconds_per_run: float | None
-    seconds_per_iteration: float | None
-    seconds_fixed: float | None
-    warmup: int | None
-    left_out_share: float | None
-    unbalanced_share: float | None
-    within_runs: float | None = None
-    stat_factor: float = STAT_FACTOR["median"]
-    skipped: tuple[tuple[int, str], ...] = field(default=())  # (experiment, why left out)
-    #: the run values' shape (module doc): lag-1 autocorrelation and skewness over
-    #: ``shape_runs`` run values of ``shape_experiments`` experiments (None: too few)
-    serial_r: float | None = None
-    skew: float | None = None
-    shape_runs: int = 0
-    shape_experiments: int = 0
-
-    @property
-    def usable(self) -> bool:
-        """Whether it can plan: a spread with at least 1 degree of freedom and a cost."""
-        return self.sd is not None and self.df >= 1 and self.seconds_per_run is not None
-
-    def cost_model(self) -> CostModel:
-        """The prior as the cost model planning uses: the run-value variance ``sd^2`` at
-        the pairs per run seen, split into between- and within-run parts as
-        :func:`~duetbench.analysis.costs.estimate_costs` does."""
-        if not self.usable:
-            raise AnalysisError(
-                f"{self.benchmark} [{self.method}]: the repository has no spread and cost "
-                "for it on this host (needs an experiment with at least 2 runs)"
-            )
-        var = float(self.sd) ** 2  # type: ignore[arg-type]
-        i0 = float(self.iterations or 1.0)
-        within = float(self.within_runs or 0.0)
-        between = max(0.0, var - self.stat_factor * within / i0)
-        return CostModel(
-            suite=self.suite,
-            benchmark=self.benchmark,
-            method=self.method,
-            runs=self.df + 1,
-            iterations=i0,
-            run_var=var,
-            between_runs=between,
-            within_runs=within if between > 0 else var * i0 / self.stat_factor,
-            stat_factor=self.stat_factor,
-            warmup=int(self.warmup or 0),
-            seconds_per_run=float(self.seconds_per_run),  # type: ignore[arg-type]
-            seconds_per_iteration=float(self.seconds_per_iteration or 0.0),
-            seconds_fixed=float(self.seconds_fixed or 0.0),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "suite": self.suite,
-            "benchmark": self.benchmark,
-            "method": self.method,
-            "host": self.host,
-            "experiments": list(self.experiments),
-            "runs": self.runs,
-            "sd": self.sd,
-            "df": self.df,
-            "iterations": self.iterations,
-            "seconds_per_run": self.seconds_per_run,
-            "seconds_per_iteration": self.seconds_per_iteration,
-            "seconds_fixed": self.seconds_fixed,
-            "warmup": self.warmup,
-            "left_out_share": self.left_out_share,
-            "unbalanced_share": self.unbalanced_share,
-            "serial_r": self.serial_r,
-            "skew": self.skew,
-            "shape_runs": self.shape_runs,
-            "skipped": [{"experiment": e, "why": w} for e, w in self.skipped],
-        }
-
-    def shape(self) -> Any:
-        """The stopping rules' :class:`~duetbench.adaptive.guards.ShapePrior` (None:
-        fewer than 3 run values in experiments of 3 or more)."""
-        from ..adaptive.guards import ShapePrior
-
-        if self.serial_r is None or self.skew is None:
-            return None
-        return ShapePrior(self.serial_r, self.shape_runs, self.shape_experiments, self.skew)
 
 
 def pool(
@@ -197,15 +94,21 @@ def pool(
         return float(np.sum(v * weights) / np.sum(weights))
 
     measured = sum(p.measured for p in parts)
-    shape = _shape(parts)
+    per_run = mean_of("seconds_per_run")
+    suite, benchmark, method, host = key
     return Prior(
-        *key,
-        experiments=tuple(p.experiment_id for p in parts),
-        runs=runs,
         sd=math.sqrt(ss / df) if df else None,
         df=df,
+        runs=runs,
+        experiments=len(parts),
+        shape=_shape(parts),
+        seconds_per_run=per_run if per_run is not None and per_run > 0 else None,
+        suite=suite,
+        benchmark=benchmark,
+        method=method,
+        host=host,
+        window=tuple(p.experiment_id for p in parts),
         iterations=mean_of("iterations"),
-        seconds_per_run=mean_of("seconds_per_run"),
         seconds_per_iteration=mean_of("seconds_per_iteration"),
         seconds_fixed=mean_of("seconds_fixed"),
         warmup=max(c.warmup for c in costed) if costed else None,
@@ -214,12 +117,12 @@ def pool(
         within_runs=mean_of("within_runs"),
         stat_factor=costed[-1].stat_factor if costed else STAT_FACTOR["median"],
         skipped=tuple(skipped),
-        **shape,
     )
 
 
-def _shape(parts: Sequence[ExperimentPart]) -> dict[str, Any]:
-    """The run values' lag-1 autocorrelation and skewness (module doc) as Prior fields."""
+def _shape(parts: Sequence[ExperimentPart]) -> ShapePrior | None:
+    """The run values' lag-1 autocorrelation and skewness (module doc); None: no
+    experiment with 3 run values."""
     lag = sq = cube = 0.0
     runs = experiments = 0
     for p in parts:
@@ -235,15 +138,10 @@ def _shape(parts: Sequence[ExperimentPart]) -> dict[str, Any]:
         runs += int(ok.sum())
         experiments += 1
     if not experiments or not sq > 0:
-        return {}
+        return None
     m2 = sq / runs
     r = min(max(lag / sq, -1.0), 1.0)
-    return {
-        "serial_r": r,
-        "skew": cube / runs / m2**1.5,
-        "shape_runs": runs,
-        "shape_experiments": experiments,
-    }
+    return ShapePrior(r, runs, experiments, cube / runs / m2**1.5)
 
 
 def priors(
@@ -360,40 +258,15 @@ def host_priors(
     repo: Repository, host: str, last: int = DEFAULT_LAST
 ) -> dict[tuple[str, str], Prior]:
     """(benchmark, method) -> its :class:`Prior` on the host with fingerprint ``host``
-    (exactly), for ``duet run --history``. Only priors with a spread; where several
-    suites hold a benchmark of that name, the one with the most runs pooled."""
+    (exactly), for the stopping rules and method auto of ``duet run --repo``, ``duet
+    gate`` and ``duet bisect``. Only priors with a spread; where several suites hold a
+    benchmark of that name, the one with the most runs pooled."""
     out: dict[tuple[str, str], Prior] = {}
     for p in priors(repo, host=host, last=last):
-        if p.host != host or p.sd is None or p.df < 1 or not math.isfinite(p.sd):
+        if p.host != host or not p.has_spread:
             continue
         key = (p.benchmark, p.method)
         if key in out and out[key].runs >= p.runs:
             continue
         out[key] = p
-    return out
-
-
-def spread_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
-    """The stopping rules' :class:`~duetbench.adaptive.prior.SpreadPrior` of each prior,
-    with the run values' shape for the guards."""
-    from ..adaptive.prior import SpreadPrior
-
-    return {
-        k: SpreadPrior(float(p.sd), int(p.df), len(p.experiments), int(p.runs), p.shape())  # type: ignore[arg-type]
-        for k, p in found.items()
-    }
-
-
-def method_priors(found: Mapping[tuple[str, str], Prior]) -> dict[tuple[str, str], Any]:
-    """``method: auto``'s :class:`~duetbench.adaptive.auto.MethodPrior` (spread and machine
-    seconds per repetition) of each prior that has both (docs/adaptive.md, "Choosing from
-    the repository")."""
-    from ..adaptive.auto import MethodPrior
-
-    out: dict[tuple[str, str], Any] = {}
-    for k, p in found.items():
-        sec = p.seconds_per_run
-        if p.sd is None or p.df < 1 or sec is None or not (math.isfinite(sec) and sec > 0):
-            continue
-        out[k] = MethodPrior(float(p.sd), int(p.df), float(sec), int(p.runs))
     return out

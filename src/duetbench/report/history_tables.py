@@ -185,7 +185,7 @@ def priors_table(priors: Sequence[Prior], last: int) -> Table:
         rows.append(
             {
                 "series": f"{_bench(p.suite, p.benchmark)} [{p.method}, host {p.host[:8]}]",
-                "experiments": len(p.experiments),
+                "experiments": p.experiments,
                 "runs": p.runs,
                 "sd": None if p.sd is None else math.expm1(p.sd),
                 "df": p.df,

@@ -14,7 +14,7 @@ sentences in the notes of every format; docs/statistics.md, section Notes):
 - ``other_load``: other processes (or the hypervisor's steal) kept a share of a CPU busy
   during the runs (run.json ``other_load``, execute/loadwatch.py);
 - ``cpu_time``: other work time-sliced the sides, and the row compares CPU times
-  instead of wall times (analysis/measure.py), correcting its unbalanced runs;
+  instead of wall times (analysis/measure_choice.py), correcting its unbalanced runs;
 - ``unbalanced``: duet runs left out of the analysis because other work took more of one
   side's CPU than of the other's and CPU time could not correct them
   (records.RunRecord.unbalanced; the sides were not CPU-bound, or had no CPU time).

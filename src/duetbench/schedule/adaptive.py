@@ -21,9 +21,11 @@ fail"); its remaining planned runs are not run, and the experiment's notes say w
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..adaptive.prior import HostPriors, Prior
 from ..adaptive.results import analysed_values, explain
 from ..config.stop import StopSettings
 from ..errors import DuetError
@@ -32,7 +34,8 @@ from ..plan import RunSpec
 from ..records import RunRecord
 from ..schema import Method
 from ..store import ResultsStore
-from .auto import KEY_SEP, AutoChooser, _Auto, _seconds, stop_key
+from .method_pilot import AutoState, MethodPilot
+from .stop_state import KEY_SEP, MethodState, stop_key
 
 __all__ = ["FAILED_RUNS_STOP", "KEY_SEP", "StopTracker", "stop_key"]
 
@@ -52,37 +55,6 @@ RULE_OPTIONS = (
     "warmup",
     "keep_unbalanced",
 )
-
-
-@dataclass
-class _State:
-    """One adaptive benchmark x method: values per table benchmark (a multi-workload
-    suite has several), machine seconds, repetitions done, and the decision."""
-
-    settings: StopSettings
-    rule: Any  # adaptive.StopRule
-    key: str = ""  # stop_key(benchmark, method)
-    values: dict[str, list[float]] = field(default_factory=dict)
-    value_runs: dict[str, list[int]] = field(default_factory=dict)  # the rep of every value
-    tables: dict[int, Any] = field(default_factory=dict)  # rep -> its iterations (DataFrame)
-    seconds: float = 0.0
-    reps: int = 0
-    pending: dict[int, list[RunRecord]] = field(default_factory=dict)  # seqn halves
-    decisions: dict[str, Any] = field(default_factory=dict)  # table benchmark -> Decision
-    stopped: str | None = None  # the stop reason once stopped
-    skipped: list[str] = field(default_factory=list)
-    analyse_from: int = 0  # method auto: values before this are left out (a switch)
-    first_look: int = 0  # method auto: the fewest analysed runs its rule may stop at
-    next_rep: int = 0  # runs are taken in repetition order (a cluster finishes them out of order)
-    waiting: dict[int, list[tuple[RunSpec, RunRecord]]] = field(default_factory=dict)
-    # repetitions never to be taken: skipped, or finished while stopped (method auto may
-    # choose this method again later; its next repetition must not wait for them)
-    passed: set[int] = field(default_factory=set)
-
-    @property
-    def per_rep(self) -> float:
-        """Machine seconds of one repetition so far (0 before the first)."""
-        return self.seconds / self.reps if self.reps else 0.0
 
 
 @dataclass
@@ -120,8 +92,9 @@ def _run_seconds(record: RunRecord) -> float:
     return 0.0
 
 
-class StopTracker(AutoChooser):
-    """The stopping decisions of an experiment's adaptive benchmarks (none: inert)."""
+class StopTracker:
+    """The stopping decisions of an experiment's adaptive benchmarks (none: inert); the
+    choice of ``method: auto`` is its :class:`~.method_pilot.MethodPilot` (``pilot``)."""
 
     def __init__(
         self,
@@ -137,18 +110,14 @@ class StopTracker(AutoChooser):
         #: how run values are made (the verdicts' defaults): written to stops.json, so every
         #: command analyses the runs the rule took as the rule did
         self.options = (options or CompareOptions()).checked()
-        self.states: dict[str, _State] = {
-            key: _State(s, StopRule.create(**s.rule_kwargs()), key) for key, s in stops.items()
+        self.states: dict[str, MethodState] = {
+            key: MethodState(s, StopRule.create(**s.rule_kwargs()), key) for key, s in stops.items()
         }
-        self.autos: dict[str, _Auto] = {}
-        #: (table benchmark, method) -> the spread of earlier experiments on this host
-        #: (``duet run --history``; docs/adaptive.md, "Stopping with the repository's
-        #: priors"); where the runs' source is, for stops.json
-        self.priors: dict[tuple[str, str], Any] = {}
-        self.priors_source: dict[str, Any] | None = None
-        #: (benchmark, method) -> its spread and machine seconds per repetition on this
-        #: host (adaptive.MethodPrior): method auto chooses from them without a pilot
-        self.method_priors: dict[tuple[str, str], Any] = {}
+        self.pilot = MethodPilot(self.states, self)
+        #: this host's priors in a results repository (``duet run --repo``;
+        #: docs/adaptive.md, "Stopping with the repository's priors"): per (table
+        #: benchmark, method) the prior its rule decides with, and method auto chooses by
+        self.history: HostPriors | None = None
         self._taken: Any = None  # the iterations of the repetition being taken
         #: run ids the plan has passed: observed, or skipped as their method had stopped
         self._done: set[str] = set()
@@ -172,12 +141,22 @@ class StopTracker(AutoChooser):
         tracker = cls(store, plan, stops, CompareOptions(measure=measure))
         for b in exp.benchmarks:
             if b.auto:
-                tracker.autos[b.name] = _Auto(tuple(str(m) for m in Method if b.reps(m) > 0))
+                tracker.pilot.add(b.name, tuple(str(m) for m in Method if b.reps(m) > 0))
         return tracker
 
     @property
     def active(self) -> bool:
         return bool(self.states)
+
+    @property
+    def autos(self) -> Mapping[str, AutoState]:
+        """Method auto's state per benchmark (its pilot's)."""
+        return self.pilot.autos
+
+    @property
+    def priors(self) -> Mapping[tuple[str, str], Prior]:
+        """(table benchmark, method) -> the repository's prior (empty without one)."""
+        return {} if self.history is None else self.history.priors
 
     def failed_out(self, spec: RunSpec) -> bool:
         """Whether ``spec``'s benchmark x method stopped because its runs failed."""
@@ -266,7 +245,7 @@ class StopTracker(AutoChooser):
                 break
         return stopped
 
-    def _take(self, st: _State, spec: RunSpec, record: RunRecord) -> bool:
+    def _take(self, st: MethodState, spec: RunSpec, record: RunRecord) -> bool:
         if st.stopped is not None:
             return False
         st.seconds += _run_seconds(record)
@@ -286,17 +265,19 @@ class StopTracker(AutoChooser):
             st.value_runs.setdefault(bench, []).append(spec.rep)
         if self._taken is not None and any(spec.rep in r for r in st.value_runs.values()):
             st.tables[spec.rep] = self._taken  # what the decisions compute the values from
-        auto = self.autos.get(spec.benchmark)
-        if auto is not None and not self._choose(spec.benchmark, auto, spec.method):
+        if spec.benchmark in self.pilot.autos and not self.pilot.choose(
+            spec.benchmark, spec.method
+        ):
             return False  # the pilot goes on
         if st.stopped is not None:  # not the method chosen
             return True
-        stopped = self._decide(st)
-        if auto is not None and auto.chosen == spec.method:
-            self._check_repository(spec.benchmark, auto, stopped)
+        stopped = self.decide(st)
+        self.pilot.after_decision(st, stopped)
         return stopped
 
-    def _method_values(self, bench: str, method: str) -> list[float]:
+    def method_values(self, bench: str, method: str) -> list[float]:
+        """The run values of ``bench`` x ``method`` taken so far (the benchmark's own, or
+        its suite's first workload's), in run order."""
         st = self.states[stop_key(bench, method)]
         if bench in st.values:
             return st.values[bench]
@@ -329,7 +310,7 @@ class StopTracker(AutoChooser):
             if len(v) and math.isfinite(v[-1])
         }
 
-    def _analysed(self, st: _State, bench: str) -> tuple[list[int], Any]:
+    def _analysed(self, st: MethodState, bench: str) -> tuple[list[int], Any]:
         """The repetitions the rule takes for ``bench`` (after a method auto switch) and
         their run values, computed from those runs together as every command does."""
         import numpy as np
@@ -339,21 +320,23 @@ class StopTracker(AutoChooser):
         tables = [st.tables[r] for r in reps if r in st.tables]
         if not tables:  # values given without their iterations
             return reps, np.asarray(st.values.get(bench, [])[st.analyse_from :])
-        method = st.key.rpartition(KEY_SEP)[2]
+        method = st.method
         table = pd.concat(tables, ignore_index=True)
         try:
             return reps, analysed_values(table, bench, method, reps, self.options)
         except DuetError:
             return reps, np.asarray(st.values.get(bench, [])[st.analyse_from :])
 
-    def _decide(self, st: _State) -> bool:
+    def decide(self, st: MethodState) -> bool:
+        """Ask ``st``'s rule with its run values (each table benchmark's, with its prior);
+        True when it stops -- decided, or at its planned runs or budget."""
         from ..adaptive import StopReason, decide, with_first_look
 
         rule = with_first_look(st.rule, st.first_look)
-        others = self._spent_elsewhere(st)
+        others = self.pilot.spent_elsewhere(st)
         if others and rule.budget_s is not None:  # method auto: the rest of the budget
             rule = replace(rule, budget_s=max(rule.budget_s - others, 1e-9))
-        method = st.key.rpartition(KEY_SEP)[2]
+        method = st.method
         for bench in st.values:
             _reps, vals = self._analysed(st, bench)
             prior = self.priors.get((bench, method))
@@ -364,7 +347,7 @@ class StopTracker(AutoChooser):
         if st.decisions and all(d.stop for d in st.decisions.values()):
             reasons = {d.reason for d in st.decisions.values()}
             reason = reasons.pop() if len(reasons) == 1 else StopReason.DECIDED
-        elif st.reps >= rule.max_runs or self._ran_out(st):  # the planned repetitions
+        elif st.reps >= rule.max_runs or self.ran_out(st):  # the planned repetitions
             reason = StopReason.MAX_RUNS
         elif rule.budget_s is not None and st.reps and st.seconds + st.per_rep > rule.budget_s:
             reason = StopReason.BUDGET
@@ -373,17 +356,7 @@ class StopTracker(AutoChooser):
         st.stopped = str(reason)
         return True
 
-    def _spent_elsewhere(self, st: _State) -> float:
-        """Method auto: machine seconds of the benchmark's other methods (their pilots, a
-        method switched away from). An auto benchmark's budget is the benchmark's: the
-        chosen method gets what the pilots left (docs/adaptive.md, "Choosing the method")."""
-        bench = st.key.rpartition(KEY_SEP)[0]
-        auto = self.autos.get(bench)
-        if auto is None:
-            return 0.0
-        return _seconds(self.states[stop_key(bench, m)] for m in auto.methods) - st.seconds
-
-    def _ran_out(self, st: _State) -> bool:
+    def ran_out(self, st: MethodState) -> bool:
         """No planned run of ``st`` is left to come: method auto switched to it after the
         plan had passed some of its runs (skipped while another method was the choice)."""
         return not st.waiting and self._runs_of.get(st.key, set()) <= self._done
@@ -422,69 +395,33 @@ class StopTracker(AutoChooser):
                 },
             }
             priors = {
-                b: {**p.to_json(), **self._seconds_json(b, m)}
+                b: p.stops_json()
                 for (b, m), p in sorted(self.priors.items())
                 # this benchmark's own (a suite's workloads: bench:workload, or as measured)
                 if m == method and (b == bench or b.startswith(f"{bench}:") or b in st.values)
             }
             if priors:
                 out[key]["priors"] = priors
-            auto = self.autos.get(bench)
+            auto = self.pilot.autos.get(bench)
             if auto is not None:
-                out[key]["auto"] = {
-                    "chosen": auto.chosen,
-                    **({"from_repository": sorted(auto.known)} if auto.known else {}),
-                    **({"piloted_again": True} if auto.stale else {}),
-                    **({"choice": auto.choice.to_json()} if auto.choice is not None else {}),
-                }
+                out[key]["auto"] = auto.to_json()
         return {
             "kind": "duetbench-stops",
-            **({"history": self.priors_source} if self.priors_source else {}),
+            **({"history": self.history.source()} if self.history is not None else {}),
             # the analysis options the run values were made with (duet compare takes them)
             "analysis": {k: v for k, v in self.options.settings().items() if k in RULE_OPTIONS},
             "stops": out,
         }
 
-    def use_priors(
-        self,
-        priors: dict[tuple[str, str], Any],
-        source: dict[str, Any],
-        methods: dict[tuple[str, str], Any] | None = None,
-    ) -> None:
-        """Decide with the spread of earlier experiments (``duet run --history``):
-        ``priors`` (table benchmark, method) -> SpreadPrior; ``source`` says where from
-        (stops.json ``history``); ``methods`` (benchmark, method) -> MethodPrior, from
-        which method auto chooses without a pilot. A resumed experiment keeps the priors
-        it started with (stops.json), so its decisions are the ones it would have reached."""
-        from ..adaptive.auto import MethodPrior
-        from ..adaptive.prior import SpreadPrior
-
-        stored = self.store.stops() if hasattr(self.store, "stops") else None
-        if isinstance(stored, dict) and stored.get("history"):
-            self.priors, self.method_priors = {}, {}
-            for entry in (stored.get("stops") or {}).values():
-                for bench, d in (entry.get("priors") or {}).items():
-                    prior = SpreadPrior.from_json(d)
-                    if prior is None:
-                        continue
-                    key = (str(bench), str(entry.get("method")))
-                    self.priors[key] = prior
-                    sec = d.get("seconds_per_run")
-                    if isinstance(sec, (int, float)) and math.isfinite(sec) and sec > 0:
-                        self.method_priors[key] = MethodPrior(
-                            prior.sd, prior.df, float(sec), prior.runs
-                        )
-            self.priors_source = dict(stored["history"])
-        else:
-            self.priors = dict(priors)
-            self.priors_source = dict(source)
-            self.method_priors = dict(methods or {})
-        self._start_autos()
-
-    def _seconds_json(self, bench: str, method: str) -> dict[str, float]:
-        """stops.json ``priors``: the machine seconds per repetition method auto chose by."""
-        prior = self.method_priors.get((bench, method))
-        return {} if prior is None else {"seconds_per_run": prior.seconds_per_run}
+    def use_priors(self, priors: HostPriors) -> None:
+        """Decide with this host's priors in a results repository (``duet run --repo``):
+        each rule with its benchmark x method's spread and shape, method auto choosing
+        the methods they cost without a pilot; stops.json ``history`` says where they
+        came from. A resumed experiment keeps the priors it started with (stops.json),
+        so its decisions are the ones it would have reached."""
+        stored = HostPriors.from_stops(self.store.stops() if hasattr(self.store, "stops") else None)
+        self.history = stored if stored is not None else priors
+        self.pilot.start(self.history.priors)
 
     def write(self) -> None:
         if self.active:

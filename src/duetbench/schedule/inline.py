@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config.limits import HostCpus, check_cpus_here
 from ..config.model import Experiment
@@ -21,6 +21,9 @@ from ..proctools.guarded import Guarded, run_captured
 from ..records import RunRecord
 from ..store import ResultsStore, is_empty_dir
 from .adaptive import StopTracker
+
+if TYPE_CHECKING:
+    from ..adaptive.prior import HostPriors
 
 
 class Observer(Protocol):
@@ -166,7 +169,10 @@ def _comparable(d: dict[str, Any]) -> Any:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside: SIGTERM raises KeyboardInterrupt, so a stopped `duet run` ends as a
+    Ctrl-C does (outside the main thread: unchanged)."""
+
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
@@ -220,7 +226,7 @@ def run_setup_command(command: str | None, cwd: str) -> None:
     and a crash of duet run take down with it (proctools/guarded.py)."""
     if not command:
         return
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         p = run_captured(
             ["/bin/sh", "-c", command],
             cwd=cwd,
@@ -258,14 +264,13 @@ def run_experiment(
     resume: bool = False,
     only: list[str] | None = None,
     observer: Observer | None = None,
-    priors: tuple[Any, ...] | None = None,
+    priors: HostPriors | None = None,
     deadline: Deadline | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` into ``out_dir/<name>``; every finished run is kept exactly once.
 
-    ``priors``: (the spread of earlier experiments per (benchmark, method), where from, and
-    optionally method auto's spread and cost per (benchmark, method)) for the stopping
-    rules and the method choice (``duet run --history``; StopTracker.use_priors).
+    ``priors``: this host's priors in a results repository, for the stopping rules and
+    the method choice (``duet run --repo``; StopTracker.use_priors).
     The experiment directory is locked first of all: a second `duet run` on it refuses at once
     (store/lock.py). ``deadline``: the runs that would end after it are not started
     (``summary.out_of_time`` counts them)."""
@@ -280,7 +285,7 @@ def _run_locked(
     resume: bool,
     only: list[str] | None,
     observer: Observer,
-    priors: tuple[Any, ...] | None = None,
+    priors: HostPriors | None = None,
     deadline: Deadline | None = None,
 ) -> ExperimentSummary:
     plan_all = make_plan(exp)
@@ -308,11 +313,11 @@ def _run_locked(
     tracker = StopTracker.for_experiment(store, exp, plan_all)
     if tracker.active:
         if priors is not None:
-            tracker.use_priors(*priors)
+            tracker.use_priors(priors)
         tracker.replay(set(finished))  # --resume: the decisions the finished runs gave
         tracker.write()
     t0 = time.monotonic()
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             record_host(store, exp, executor.host, executor)
             observer.experiment_started(store, plan, todo)

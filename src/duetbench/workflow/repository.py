@@ -6,27 +6,25 @@ these with plain values (the command line's flags stay in ``commands/``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import DuetError
 
 if TYPE_CHECKING:
+    from ..adaptive.prior import HostPriors
     from ..history import ExperimentInfo, Version
 
-#: what :func:`read_priors` returns: the spread of every benchmark x method, where it came
-#: from, and for ``method: auto`` the spread with the machine seconds per repetition
-Priors = tuple[dict[Any, Any], dict[str, Any], dict[Any, Any]]
 
-
-def read_priors(location: str, last: int, *, create: bool = False) -> Priors:
-    """This host's priors in the repository at ``location``: the spread of every benchmark
-    x method in its last ``last`` experiments, where it came from, and for ``method:
-    auto`` the spread with the machine seconds per repetition. ``create`` (a gate, a
-    bisect): a missing repository file is created (empty: no priors yet) rather than
-    refused; a file that is not a repository is refused either way, before anything is
-    measured."""
+def read_priors(location: str, last: int, *, create: bool = False) -> HostPriors:
+    """This host's priors in the repository at ``location``: per benchmark x method the
+    :class:`~duetbench.adaptive.prior.Prior` of its last ``last`` experiments (those with
+    a spread), for its stopping rule and ``method: auto``, and where they came from.
+    ``create`` (a gate, a bisect): a missing repository file is created (empty: no priors
+    yet) rather than refused; a file that is not a repository is refused either way,
+    before anything is measured."""
+    from ..adaptive.prior import HostPriors
     from ..history import Repository, fingerprint
-    from ..history.priors import host_priors, method_priors, spread_priors
+    from ..history.priors import host_priors
     from ..hosts import detect_host
 
     if last < 1:
@@ -35,8 +33,7 @@ def read_priors(location: str, last: int, *, create: bool = False) -> Priors:
     with Repository.open(location, create=create) as repo:
         found = host_priors(repo, host, last)
         where = repo.location
-    source = {"repository": str(where), "host": host, "last": int(last)}
-    return spread_priors(found), source, method_priors(found)
+    return HostPriors(found, str(where), host, int(last))
 
 
 def add_experiment(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...config.model import Experiment
 from ...errors import ExecutorError
@@ -43,10 +43,10 @@ from ..inline import (
     ExperimentSummary,
     NullObserver,
     Observer,
-    _sigterm_as_interrupt,
     open_store,
     results_root,
     resume_notes,
+    sigterm_as_interrupt,
 )
 from .connect import RESOURCE, WAIT_WORKERS_S, connect, local_cluster, restore_environ
 from .coordinator import Coordinator, NoHosts
@@ -55,6 +55,9 @@ from .health import host_health
 from .requirements import HOST_REQUIREMENTS, check_host, cpu_reasons
 from .session import Session
 from .worker import HOST_ENV, WORK_DIR_ENV, execute_on_worker, worker_host_name
+
+if TYPE_CHECKING:
+    from ...adaptive.prior import HostPriors
 
 __all__ = [
     "HOST_ENV",
@@ -84,7 +87,7 @@ def run_experiment_cluster(
     only: list[str] | None = None,
     observer: Observer | None = None,
     wait_workers: float | None = None,
-    priors: tuple[Any, ...] | None = None,
+    priors: HostPriors | None = None,
 ) -> ExperimentSummary:
     """Execute (or resume) ``exp`` on the Dask cluster at ``address`` (or ``local:N``) into
     ``out_dir/<name>``; the results directory is the same as :func:`inline.run_experiment`'s
@@ -112,7 +115,7 @@ def _run_cluster_locked(
     only: list[str] | None,
     observer: Observer | None,
     wait_workers: float | None,
-    priors: tuple[Any, ...] | None = None,
+    priors: HostPriors | None = None,
 ) -> ExperimentSummary:
     observer = observer or NullObserver()
     wait_s = WAIT_WORKERS_S if wait_workers is None else wait_workers
@@ -125,7 +128,7 @@ def _run_cluster_locked(
     plan = make_plan(exp, only) if only else plan_all
     t0 = time.monotonic()
     summary: ExperimentSummary | None = None
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             with connect(address, timeout=wait_s) as client:
                 store = open_store(exp, Path(out_dir), plan_all, resume)
@@ -145,7 +148,7 @@ def _run_cluster_locked(
                 )
                 tracker = StopTracker.for_experiment(store, exp, plan_all)
                 if tracker.active and priors is not None:
-                    tracker.use_priors(*priors)
+                    tracker.use_priors(priors)
                 tracker.replay(set(finished))  # also counts failed runs (docs/results.md)
                 tracker.write()
                 coord.tracker = tracker

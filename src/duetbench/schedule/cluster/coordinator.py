@@ -19,7 +19,7 @@ from ..adaptive import StopTracker
 from ..inline import Observer
 from .connect import RESOURCE
 from .design import balanced_assignment, repin
-from .fleet import _POLL_S, Attempt, Fleet, Host
+from .fleet import POLL_S, Attempt, Fleet, Host
 from .health import host_health
 from .session import Session
 from .worker import abort_session, execute_on_worker, host_command
@@ -97,7 +97,7 @@ class Coordinator:
             self.assign()
         self.observer.experiment_started(self.store, plan, self.todo)
         while self.pending or self.fleet.busy_attempts():
-            self.collect(_POLL_S)
+            self.collect(POLL_S)
             self.poll_workers()
             if self.exp.design == "balanced":
                 self.repin()

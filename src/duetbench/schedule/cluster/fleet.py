@@ -16,7 +16,7 @@ from .requirements import check_host, cpu_reasons
 from .session import Session
 from .worker import probe_worker
 
-_POLL_S = 0.25  # longest wait for a result before looking at the workers again
+POLL_S = 0.25  # longest wait for a result before looking at the workers again
 _WORKER_POLL_S = 1.0  # how often the worker list is fetched from the scheduler
 
 
@@ -209,7 +209,7 @@ class Fleet:
                     "(all busy with another experiment's runs, or duetbench is not installed "
                     "on them?)"
                 )
-            self.collect_probes(_POLL_S)
+            self.collect_probes(POLL_S)
             self.poll()
         if not any(h.eligible for h in self.hosts.values()):
             detail = "; ".join(f"{h.name}: {', '.join(h.reasons)}" for h in self.hosts.values())

@@ -12,8 +12,8 @@ benchmarks/adaptive_study.py, docs/adaptive.md, "Choosing the method"). A later 
 to another method leaves that method's earlier runs out (``analyse_from``).
 
 With a results repository (``duet run --history``) a method it knows on this host
-(:class:`MethodPrior`: the spread of its run values and the machine seconds of one
-repetition in earlier experiments) is scored from that, without a pilot; a method chosen
+(its :class:`~.prior.Prior`: the spread of its run values and the machine seconds of
+one repetition in earlier experiments) is scored from that, without a pilot; a method chosen
 so has no runs the choice was made on, so its rule looks as it would without auto
 (``first_look`` 0; docs/adaptive.md, "Choosing from the repository").
 """
@@ -29,7 +29,9 @@ from scipy import stats
 
 from duetbench.errors import AnalysisError
 
-__all__ = ["PILOT_SHARE", "MethodChoice", "MethodPrior", "choose_method", "contradicts"]
+from .prior import Prior
+
+__all__ = ["PILOT_SHARE", "MethodChoice", "choose_method", "contradicts"]
 
 #: Pilot runs per method before a choice (the default of ``method: auto``).
 PILOT_RUNS = 5
@@ -46,30 +48,6 @@ FROM_REPOSITORY, FROM_RUNS = "repository", "pilot"
 
 
 @dataclass(frozen=True)
-class MethodPrior:
-    """What a results repository knows of one method of a benchmark on this host: the
-    spread of its run values (``sd``, log scale, with ``df`` degrees of freedom, pooled
-    from ``runs`` run values) and the machine seconds of one repetition (a seqn one: A
-    and B). Its score is ``sd^2 x seconds_per_run``, the pilot's score with the
-    repository's numbers."""
-
-    sd: float
-    df: int
-    seconds_per_run: float
-    runs: int = 0
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.sd) and self.sd >= 0.0) or int(self.df) < 1:
-            raise ValueError(f"a method prior needs a finite sd >= 0 and df >= 1, got {self}")
-        if not (math.isfinite(self.seconds_per_run) and self.seconds_per_run > 0.0):
-            raise ValueError(f"a method prior needs machine seconds > 0, got {self}")
-
-    @property
-    def score(self) -> float:
-        return self.sd**2 * self.seconds_per_run
-
-
-@dataclass(frozen=True)
 class MethodChoice:
     """The chosen method and its evidence.
 
@@ -79,7 +57,7 @@ class MethodChoice:
     its analysis (the runs before a switch); ``first_look``: the fewest analysed runs at
     which its stopping rule may stop (twice the pilot when the pilot counts; 0: the
     rule's own ``min_runs``); ``source``: where each score came from, ``"pilot"`` (run
-    values of this experiment) or ``"repository"`` (a :class:`MethodPrior`).
+    values of this experiment) or ``"repository"`` (a :class:`~.prior.Prior`).
     """
 
     method: str
@@ -111,7 +89,7 @@ def choose_method(
     pilot_runs: int = PILOT_RUNS,
     current: str | None = None,
     margin: float = SWITCH_MARGIN,
-    priors: Mapping[str, MethodPrior] | None = None,
+    priors: Mapping[str, Prior] | None = None,
 ) -> MethodChoice:
     """Choose among the methods in ``values`` (run values per method, in run order) and
     ``priors`` (methods known from a results repository, scored without runs).
@@ -176,7 +154,7 @@ def choose_method(
     )
 
 
-def contradicts(values: object, prior: MethodPrior, *, margin: float = SWITCH_MARGIN) -> bool:
+def contradicts(values: object, prior: Prior, *, margin: float = SWITCH_MARGIN) -> bool:
     """Whether the run values of a method chosen from the repository say that its
     ``prior`` no longer describes this machine: their variance is ``margin`` times the
     prior's or more, and more beyond chance (the F distribution's SWITCH_CONFIDENCE
@@ -186,7 +164,7 @@ def contradicts(values: object, prior: MethodPrior, *, margin: float = SWITCH_MA
     v = v[np.isfinite(v)]
     if len(v) < 3:
         return False
-    ratio = float(np.var(v, ddof=1)) / max(prior.sd**2, 1e-300)
+    ratio = float(np.var(v, ddof=1)) / max(float(prior.sd or 0.0) ** 2, 1e-300)
     chance = float(stats.f.ppf(SWITCH_CONFIDENCE, len(v) - 1, int(prior.df)))
     return ratio > max(margin, chance)
 

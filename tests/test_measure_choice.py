@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from duetbench.analysis import compare
-from duetbench.analysis.measure import LOADED_CPUS
+from duetbench.analysis.measure_choice import LOADED_CPUS
 
 TRUE_RATIO = 2.0
 

@@ -1,75 +1,105 @@
 """``method: auto`` in the scheduler: the pilot, the choice and its re-checks, with or
 without a results repository (docs/adaptive.md, "Choosing the method" and "Choosing from
-the repository"). :class:`AutoChooser` is the part of
-:class:`~duetbench.schedule.adaptive.StopTracker` that chooses; the choice itself is
+the repository"). :class:`MethodPilot` chooses for the benchmarks of one experiment, on
+the :class:`~.stop_state.MethodState` of each of their methods, which it shares with
+:class:`~duetbench.schedule.adaptive.StopTracker`; what it asks of the tracker (run
+values, the plan, a decision) is :class:`Tracker`. The choice itself is
 :func:`duetbench.adaptive.choose_method`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..adaptive.method_choice import MethodChoice
+from ..adaptive.prior import Prior
 from ..adaptive.sequential import WIDTH_FIRST_LOOK
 from ..errors import DuetError
+from .stop_state import MethodState, seconds_of, stop_key
 
-#: a benchmark x method's state in the tracker (schedule/adaptive.py's _State)
-_State = Any
-
-__all__ = ["KEY_SEP", "WAITING", "AutoChooser", "stop_key"]
-
-
-#: separates benchmark and method in the keys of stops.json
-KEY_SEP = "/"
-
-
-def stop_key(benchmark: str, method: str) -> str:
-    return f"{benchmark}{KEY_SEP}{method}"
-
+__all__ = ["WAITING", "AutoState", "MethodPilot", "Tracker"]
 
 #: the stop reason of a method the repository knows while the others are piloted
 WAITING = "waiting for the pilot"
 
 
 @dataclass
-class _Auto:
+class AutoState:
     """`methods: auto` of one benchmark: its methods, the choice and its evidence;
-    ``known``: the methods a results repository knows on this host (adaptive.MethodPrior),
-    scored without a pilot; ``repilot``: the chosen method's runs contradicted its prior,
-    and the other methods it knew are being piloted (docs/adaptive.md, "Choosing from the
-    repository")."""
+    ``known``: the methods a results repository knows on this host (their priors, with
+    machine seconds per repetition), scored without a pilot; ``repilot``: the chosen
+    method's runs contradicted its prior, and the other methods it knew are being piloted
+    (docs/adaptive.md, "Choosing from the repository")."""
 
     methods: tuple[str, ...]
     chosen: str | None = None
-    choice: Any = None  # adaptive.MethodChoice
-    known: dict[str, Any] = field(default_factory=dict)
+    choice: MethodChoice | None = None
+    known: dict[str, Prior] = field(default_factory=dict)
     repilot: bool = False
     stale: bool = False  # the repository's scores no longer describe this machine
     final: bool = False  # re-checked once after the second pilot: the choice stands
 
+    def to_json(self) -> dict[str, Any]:
+        """stops.json ``auto`` of each of the benchmark's methods."""
+        return {
+            "chosen": self.chosen,
+            **({"from_repository": sorted(self.known)} if self.known else {}),
+            **({"piloted_again": True} if self.stale else {}),
+            **({"choice": self.choice.to_json()} if self.choice is not None else {}),
+        }
 
-def _seconds(states: Iterable[_State]) -> float:
-    """Machine seconds of these benchmark x methods together."""
-    return sum(st.seconds for st in states)
+
+class Tracker(Protocol):
+    """What the pilot asks of the stop tracker that feeds it the runs."""
+
+    def method_values(self, bench: str, method: str) -> list[float]:
+        """The run values of ``bench`` x ``method`` so far, in run order."""
+        ...
+
+    def ran_out(self, st: MethodState) -> bool:
+        """Whether no planned run of ``st`` is left to come."""
+        ...
+
+    def decide(self, st: MethodState) -> bool:
+        """Ask ``st``'s stopping rule; True when it stops."""
+        ...
 
 
-class AutoChooser:
-    """Method auto's part of the stop tracker: ``autos`` per benchmark, the choice made
-    from pilots and the repository's priors (``method_priors``)."""
+class MethodPilot:
+    """Method auto of an experiment's benchmarks: ``autos`` per benchmark, chosen from
+    pilots and from the repository's priors, over the tracker's ``states`` (stop key ->
+    its :class:`MethodState`)."""
 
-    states: dict[str, _State]
-    autos: dict[str, _Auto]
-    method_priors: dict[tuple[str, str], Any]
+    def __init__(self, states: dict[str, MethodState], tracker: Tracker) -> None:
+        self.states = states
+        self.tracker = tracker
+        self.autos: dict[str, AutoState] = {}
 
-    if TYPE_CHECKING:  # StopTracker's
+    def add(self, bench: str, methods: tuple[str, ...]) -> None:
+        """Choose among ``methods`` for ``bench`` (``methods: auto``)."""
+        self.autos[bench] = AutoState(tuple(methods))
 
-        def _method_values(self, bench: str, method: str) -> list[float]: ...
-        def _ran_out(self, st: _State) -> bool: ...
-        def _decide(self, st: _State) -> bool: ...
+    def spent_elsewhere(self, st: MethodState) -> float:
+        """Machine seconds of the benchmark's other methods (their pilots, a method
+        switched away from); 0 without method auto. An auto benchmark's budget is the
+        benchmark's: the chosen method gets what the pilots left (docs/adaptive.md,
+        "Choosing the method")."""
+        auto = self.autos.get(st.benchmark)
+        if auto is None:
+            return 0.0
+        return seconds_of(self.states[stop_key(st.benchmark, m)] for m in auto.methods) - st.seconds
 
-    def _start_autos(self) -> None:
+    def after_decision(self, st: MethodState, stopped: bool) -> None:
+        """After a decision of ``st``: when it is the method chosen, whether its runs
+        contradict the repository (:meth:`check_repository`)."""
+        auto = self.autos.get(st.benchmark)
+        if auto is not None and auto.chosen == st.method:
+            self.check_repository(st.benchmark, stopped)
+
+    def start(self, priors: Mapping[tuple[str, str], Prior]) -> None:
         """Method auto with a repository: the methods it knows on this host wait (no pilot
         of them); when it knows every method, or a pilot of the others would not fit in
         PILOT_SHARE of the budget, the choice is made now, before any run."""
@@ -77,16 +107,16 @@ class AutoChooser:
             if auto.chosen is not None:
                 continue
             auto.known = {
-                m: self.method_priors[(bench, m)]
+                m: priors[(bench, m)]
                 for m in auto.methods
-                if (bench, m) in self.method_priors
+                if (bench, m) in priors and priors[(bench, m)].usable
             }
             for m in auto.known:
                 self.states[stop_key(bench, m)].stopped = WAITING
             if auto.known:
-                self._choose(bench, auto)
+                self.choose(bench)
 
-    def _choose(self, bench: str, auto: _Auto, method: str | None = None) -> bool:
+    def choose(self, bench: str, method: str | None = None) -> bool:
         """Method auto: choose (or re-check) once the pilot is over; the others stop as
         ``not chosen`` (docs/adaptive.md, "Choosing the method"). False: still piloting
         (``method``'s run is a pilot run, no decision on it).
@@ -102,7 +132,8 @@ class AutoChooser:
         compare the methods with run values of this experiment only."""
         from ..adaptive import PILOT_RUNS, choose_method
 
-        values = {m: self._method_values(bench, m) for m in auto.methods}
+        auto = self.autos[bench]
+        values = {m: self.tracker.method_values(bench, m) for m in auto.methods}
         states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
         spent = self._auto_budget_spent(bench, auto)
         if auto.final:
@@ -173,15 +204,15 @@ class AutoChooser:
         if changed:
             # the method chosen again may have no planned runs left (it ran them all while
             # it was the choice before): decide now, or it would never get a stop reason
-            self._decide(states[choice.method])
+            self.tracker.decide(states[choice.method])
         return True
 
     def _pilot_over(
         self,
-        auto: _Auto,
+        auto: AutoState,
         pilot: list[str],
         values: dict[str, list[float]],
-        states: dict[str, _State],
+        states: dict[str, MethodState],
         share: bool = True,
     ) -> bool:
         """Whether the pilot of the methods ``pilot`` is over: each has ``PILOT_RUNS``
@@ -197,19 +228,19 @@ class AutoChooser:
             for m in pilot
             if len(values[m]) < PILOT_RUNS
             and states[m].reps < 2 * PILOT_RUNS
-            and not self._ran_out(states[m])
+            and not self.tracker.ran_out(states[m])
         ]
         if not short:
             return True
         budget = states[short[0]].rule.budget_s
         if not share or not auto.known or budget is None:
             return False
-        guess = max(p.seconds_per_run for p in auto.known.values())
+        guess = max(float(p.seconds_per_run or 0.0) for p in auto.known.values())
         more = sum(states[m].per_rep or guess for m in short)
-        return _seconds(states[m] for m in pilot) + more > PILOT_SHARE * budget
+        return seconds_of(states[m] for m in pilot) + more > PILOT_SHARE * budget
 
     def _agreeing(
-        self, auto: _Auto, eligible: dict[str, list[float]], states: dict[str, _State]
+        self, auto: AutoState, eligible: dict[str, list[float]], states: dict[str, MethodState]
     ) -> dict[str, list[float]]:
         """After a second pilot, the methods that may replace the chosen one: those whose
         repository score beats the chosen method's score here, too (its run values times
@@ -230,7 +261,7 @@ class AutoChooser:
             if m == chosen or m not in auto.known or auto.known[m].score < here
         }
 
-    def _choice_seconds(self, st: _State, n: int, with_priors: bool) -> float:
+    def _choice_seconds(self, st: MethodState, n: int, with_priors: bool) -> float:
         """Machine seconds of ``st``'s ``n`` values for the choice. Beside a repository's
         scores they are measured as the repository measures them -- each side's driver
         from its start to its last iteration (analysis.costs.repetition_seconds), the
@@ -249,15 +280,16 @@ class AutoChooser:
         per = float(reps["seconds"].median()) if len(reps) else math.nan
         return per * n if math.isfinite(per) and per > 0 else st.seconds
 
-    def _check_repository(self, bench: str, auto: _Auto, stopped: bool) -> None:
+    def check_repository(self, bench: str, stopped: bool) -> None:
         """After a decision of a method chosen from the repository: when its runs here are
         noisier than its prior by the re-check's margin and beyond chance
-        (adaptive.auto.contradicts), the repository's scores of the other methods are no
+        (adaptive.method_choice.contradicts), the repository's scores of the other methods are no
         longer trusted either -- the other methods it knew are piloted now (PILOT_RUNS
         each) and the choice re-checked once on this experiment's runs. A stop ends such
         a pilot."""
-        from ..adaptive.auto import SWITCH_MARGIN, contradicts
+        from ..adaptive.method_choice import SWITCH_MARGIN, contradicts
 
+        auto = self.autos[bench]
         states = {m: self.states[stop_key(bench, m)] for m in auto.methods}
         if stopped:
             if auto.repilot:
@@ -271,7 +303,7 @@ class AutoChooser:
             return
         if auto.choice.source.get(chosen) != "repository":
             return
-        runs = self._method_values(bench, chosen)[states[chosen].analyse_from :]
+        runs = self.tracker.method_values(bench, chosen)[states[chosen].analyse_from :]
         # the ranking can only have turned when the chosen method is noisier than its
         # prior by more than its lead over the next method (and the re-check's margin)
         scores = auto.choice.scores
@@ -287,7 +319,7 @@ class AutoChooser:
         auto.repilot = bool(others)
 
     @staticmethod
-    def _switch_pays(states: dict[str, _State], current: str, choice: Any) -> bool:
+    def _switch_pays(states: dict[str, MethodState], current: str, choice: MethodChoice) -> bool:
         """Whether a switch from ``current`` to ``choice.method`` leaves, at the budget,
         a smaller variance of the mean than staying: the new method's analysis starts
         with its next run, so it has only the budget's rest, while the current method
@@ -296,18 +328,18 @@ class AutoChooser:
         budget = states[current].rule.budget_s
         if budget is None:
             return True
-        rest = budget - _seconds(states.values())
+        rest = budget - seconds_of(states.values())
         new, cur = states[choice.method], states[current]
         if not new.reps or not rest > WIDTH_FIRST_LOOK * new.per_rep:  # not its first look
             return False
         kept = cur.seconds * (1.0 - cur.analyse_from / max(cur.reps, 1))
         return choice.scores[choice.method] / rest < choice.scores[current] / (kept + rest)
 
-    def _auto_budget_spent(self, bench: str, auto: _Auto) -> bool:
+    def _auto_budget_spent(self, bench: str, auto: AutoState) -> bool:
         """Whether another repetition of any of the methods would overrun the budget of
         a method-auto benchmark (its methods' seconds together; False without a budget)."""
         states = [self.states[stop_key(bench, m)] for m in auto.methods]
         budget = states[0].rule.budget_s
         if budget is None:
             return False
-        return _seconds(states) + max(st.per_rep for st in states) > budget
+        return seconds_of(states) + max(st.per_rep for st in states) > budget
