@@ -160,7 +160,11 @@ def main() -> None:
     ap.add_argument("--budget", default="60s")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--from-json", type=Path, help="print the table of an earlier --json")
     args = ap.parse_args()
+    if args.from_json:
+        summarize(json.loads(args.from_json.read_text())["records"])
+        return
     if args.quick:
         args.tries, args.conditions, args.budget = 1, "quiet", "30s"
     records: list[dict[str, Any]] = []
@@ -197,9 +201,9 @@ def main() -> None:
 
 def summarize(records: list[dict[str, Any]]) -> None:
     print(
-        "\n| condition | test | ratio | reference (median of tries) | measured (tries) | worst error | within 3 % |"
+        "\n| condition | test | ratio | reference (median of tries) | measured (tries) | runs | worst error | within 3 % | interval holds the reference |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     keys = sorted({(r["condition"], r["kind"], r["variant"]) for r in records})
     for condition, kind, variant in keys:
         rs = [
@@ -211,8 +215,10 @@ def summarize(records: list[dict[str, Any]]) -> None:
         measured = ", ".join(f"{r['measured']:.3f}" for r in rs)
         worst = max((r["error"] for r in rs), key=abs)
         within = sum(abs(r["error"]) <= 0.03 for r in rs)
+        covered = sum(r["ci_low"] <= r["reference"] <= r["ci_high"] for r in rs)
+        runs = ", ".join(str(r["runs"]) for r in rs)
         print(
-            f"| {condition} | {kind} | {VARIANTS[variant]:.2f}x | {ref:.3f} | {measured} | {worst:+.1%} | {within} of {len(rs)} |"
+            f"| {condition} | {kind} | {VARIANTS[variant]:.2f}x | {ref:.3f} | {measured} | {runs} | {worst:+.1%} | {within} of {len(rs)} | {covered} of {len(rs)} |"
         )
 
 
