@@ -14,8 +14,12 @@ from duetbench.pytest_plugin.design import (
     MAX_SAMPLES,
     MIN_RUNS,
     MIN_SAMPLES,
+    MIN_SHARE,
     BudgetTooSmall,
+    Design,
     TestCost,
+    paced_samples,
+    paced_share,
     plan_runs,
     run_seconds,
     share_samples,
@@ -88,3 +92,29 @@ def test_the_deadline_starts_no_run_that_would_end_after_it() -> None:
     # once runs have finished, their mean is what the next one is expected to take
     assert not Deadline(now + 10, first_run_s=1).allows([12.0, 14.0])
     assert Deadline(now + 10, first_run_s=30).allows([2.0, 4.0])
+    # ... the mean of the last three: a slow first run, then paced ones, ends nothing early
+    assert Deadline(now + 10, first_run_s=1).allows([40.0, 8.0, 8.0, 8.0])
+    assert not Deadline(now + 10, first_run_s=1).allows([8.0, 8.0, 8.0, 40.0])
+
+
+def test_a_run_slower_than_planned_makes_the_next_take_fewer_samples_to_keep_the_pace() -> None:
+    """Worked by hand: a run planned at 1 s of overhead and 3 s of sampling (4 s) took
+    7 s: its samples took 6 s, twice the plan, so the next run takes half of them."""
+    d = Design(runs=10, samples={"t": 300}, warmup=1, run_s=4.0, overhead_s=1.0)
+    share = paced_share(7.0, 1.0, d)
+    assert share == pytest.approx(0.5)
+    assert paced_samples(300, share) == 150
+    # that run's samples took 1.5 s * 2 = 3 s: it kept to 4 s, the share holds
+    assert paced_share(4.0, share, d) == pytest.approx(share)
+    # the machine is quiet again (1.5 s of samples in 0.75 s): back to the plan, not beyond
+    assert paced_share(1.75, share, d) == 1.0
+    # a machine so slow that a quarter of the samples would not fit: the least share
+    assert paced_share(40.0, 1.0, d) == MIN_SHARE
+    assert paced_samples(300, MIN_SHARE) == 75
+    assert paced_samples(12, MIN_SHARE) == MIN_SAMPLES
+    assert paced_samples(3, MIN_SHARE) == 3  # never more than planned
+    # as fast as planned, or faster: every sample
+    assert paced_share(4.0, 1.0, d) == 1.0 and paced_share(3.0, 1.0, d) == 1.0
+    assert paced_samples(300, 1.0) == 300
+    # a run that took less than its overhead says nothing of the samples: the share holds
+    assert paced_share(0.5, 0.5, d) == 0.5

@@ -331,3 +331,41 @@ def test_pytest_benchmark_s_options_work_without_it(tmp_path: Path) -> None:
     assert "benchmark (duetbench, one side" in enabled.stdout
     skipped = pytest_run(tmp_path, "-q", "--benchmark-skip")
     assert "1 passed, 1 skipped" in skipped.stdout, skipped.stdout
+
+
+def test_runs_slower_than_planned_keep_their_pace_with_fewer_samples(tmp_path: Path) -> None:
+    """A machine busier during the runs than during the calibration (here: the code
+    does 2x its work once the runs begin) makes the runs take fewer samples, the same on
+    both sides, and says so, instead of running fewer runs (docs/pytest.md, "Cost")."""
+    root = tmp_path / "slow later"
+    for side in ("a", "b"):
+        (root / side).mkdir(parents=True)
+        (root / side / "slowlater.py").write_text(
+            "import os\n\n\ndef work():\n"
+            "    n = 20000 if os.environ.get('DUET_OUTPUT_DIR') else 10000\n"
+            "    return sum(range(n))\n"
+        )
+    (root / "test_slow.py").write_text(
+        "import slowlater\n\n\ndef test_work(benchmark):\n    benchmark(slowlater.work)\n"
+    )
+    out = tmp_path / "results"
+    done = pytest_run(
+        root, "test_slow.py", "-p", "no:cacheprovider", "--duet-a", "a", "--duet-b", "b",
+        "--duet-runs", "3", "--duet-budget", "30s", "--duet-output", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "of the planned samples, to keep the pace" in done.stdout, done.stdout
+    counts = []
+    runs = out.glob("*/runs/tests.sduet.*")
+    by_start = sorted(runs, key=lambda r: json.loads((r / "run.json").read_text())["start_ns"])
+    for run in by_start:  # in the order they ran (the plan's order is shuffled)
+        per_side = set()
+        for side in ("A", "B"):
+            with (run / side / "t000" / "micro-samples.csv").open() as f:
+                per_side.add(sum(r["phase"] == "sample" for r in csv.DictReader(f)))
+        assert len(per_side) == 1, (run, per_side)  # both sides took the same samples
+        counts.append(per_side.pop())
+    # the first run took every planned sample, the next about half of them (a third run,
+    # there when the machine allows it within the budget's tolerance, as many)
+    assert len(counts) >= 2, counts
+    assert all(c <= 0.7 * counts[0] for c in counts[1:]), counts

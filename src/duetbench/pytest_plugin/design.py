@@ -40,6 +40,8 @@ MIN_SAMPLES = 5
 MAX_SAMPLES = 5000
 #: a run's sampling may take this many times its overhead before more runs are planned
 SAMPLING_PER_OVERHEAD = 2.0
+#: the least share of its planned samples a paced run takes (see :func:`paced_share`)
+MIN_SHARE = 0.25
 
 
 class BudgetTooSmall(Exception):
@@ -168,3 +170,28 @@ def plan_runs(
         per_test = share_samples(tests, sampling)
     run_s = run_seconds(tests, per_test, overhead_s, warmup)
     return Design(n, per_test, warmup, run_s, overhead_s, tuple(notes))
+
+
+def paced_share(took_s: float, share: float, design: Design) -> float:
+    """The share of the planned samples the next run takes, after a run that took
+    ``took_s`` seconds with ``share`` of them (docs/pytest.md, "Cost").
+
+    Beside other work the sampling slows most -- every sample is a handshake of the two
+    sides, and each waits for a time slice -- so the time a run took beyond its overhead
+    is put on its samples: at ``(took - overhead) / share`` seconds for all the planned
+    samples, the share that fits the planned ``run_s`` is ``share x (run_s - overhead)
+    / (took - overhead)``. The runs, the unit of the interval, go on at the planned pace
+    with fewer samples each instead of fewer runs. Never above 1 (the budget was
+    planned for 1), never below :data:`MIN_SHARE` (where the overhead itself slowed,
+    fewer samples would save little)."""
+    spent = took_s - design.overhead_s
+    room = design.run_s - design.overhead_s
+    if spent <= 0.0 or room <= 0.0:
+        return share
+    return min(1.0, max(MIN_SHARE, share * room / spent))
+
+
+def paced_samples(planned: int, share: float) -> int:
+    """A test's samples in a run that takes ``share`` of the planned ones: at least
+    :data:`MIN_SAMPLES` (or all of them, when fewer were planned)."""
+    return max(min(planned, MIN_SAMPLES), min(planned, round(planned * share)))

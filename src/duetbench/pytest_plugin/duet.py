@@ -35,7 +35,7 @@ import pytest
 
 from ..errors import DuetError
 from .calibrate import Found, Side, calibrate, pytest_argv
-from .design import MIN_RUNS, Design, plan_runs
+from .design import MIN_RUNS, Design, paced_share, plan_runs
 from .names import ENV, FLAGS, XDIST_OFF
 
 #: seconds kept from the budget for the verdicts at the end: the analysis's modules
@@ -205,9 +205,11 @@ def build_experiment(
     cwd: Path,
     opts: DuetOptions,
     name: str,
+    pace: Path | None = None,
 ) -> Any:
     """One benchmark whose every run samples every test: each side a pytest command over
-    the user's arguments, told the plan (node ids, samples, folders); each test's samples
+    the user's arguments, told the plan (node ids, samples, folders) and where the share
+    of the samples a run takes is kept (``pace``, :class:`Pacer`); each test's samples
     become the benchmark of its name (``workload_benchmarks``)."""
     from ..config.model import Benchmark, Experiment
     from ..config.model import Side as ConfigSide
@@ -236,6 +238,8 @@ def build_experiment(
             "paths": list(side.paths),
             "side": side.name,
         }
+        if pace is not None:
+            ins["pace"] = str(pace)
         command = shlex.join(pytest_argv(side.python, args))
         config_sides.append(
             (
@@ -268,6 +272,69 @@ def build_experiment(
         benchmarks=(bench,),
         threshold=opts.threshold,  # kept: `duet compare` of the directory gives this table
     )
+
+
+class Pacer:
+    """The runs' pace (docs/pytest.md, "Cost"): after every run, the share of the
+    planned samples the next one takes (:func:`~.design.paced_share`), written to
+    ``path`` before the next run starts; both sides of a run read it at their first
+    test, so they take the same samples. An observer of the runs around ``inner``."""
+
+    def __init__(self, inner: Any, path: Path, design: Design) -> None:
+        self.inner, self.path, self.design = inner, path, design
+        self.share = 1.0
+        self.shares: list[float] = []  # the share of each run, in order
+        self.slowest = 1.0  # the most a run took over its prediction
+        self.per_share_s: float | None = None  # the last run's sampling, per whole share
+        self._started = 0.0
+        self.write(1.0)
+
+    def write(self, share: float) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"share": share}))
+        os.replace(tmp, self.path)
+        self.share = share
+
+    def experiment_started(self, store: Any, plan: Any, todo: Any) -> None:
+        self.inner.experiment_started(store, plan, todo)
+
+    def run_started(self, spec: Any) -> None:
+        self._started = time.monotonic()
+        self.inner.run_started(spec)
+
+    def run_finished(self, spec: Any, record: Any) -> None:
+        took = time.monotonic() - self._started
+        d = self.design
+        predicted = d.overhead_s + self.share * (d.run_s - d.overhead_s)
+        self.slowest = max(self.slowest, took / predicted if predicted > 0 else 1.0)
+        self.shares.append(self.share)
+        if took > d.overhead_s:
+            self.per_share_s = (took - d.overhead_s) / self.share
+        self.write(paced_share(took, self.share, d))
+        self.inner.run_finished(spec, record)
+
+    def predict(self) -> float | None:
+        """What the next run will take at its share, at the last run's pace (None before
+        the first run): what the deadline expects (schedule/inline.py)."""
+        if self.per_share_s is None:
+            return None
+        return self.design.overhead_s + self.share * self.per_share_s
+
+    def experiment_finished(self, summary: Any) -> None:
+        self.inner.experiment_finished(summary)
+
+    def note(self) -> str | None:
+        """What the pace did, when it took fewer samples than planned."""
+        paced = [s for s in self.shares if s < 1.0]
+        if not paced:
+            return None
+        lo, hi = min(paced), max(paced)
+        took = f"{lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{lo:.0%}-{hi:.0%}"
+        return (
+            f"the runs took up to {self.slowest:.1f}x the time planned (the machine was "
+            f"busier than during the calibration): {len(paced)} of {len(self.shares)} runs "
+            f'took {took} of the planned samples, to keep the pace (docs/pytest.md, "Cost")'
+        )
 
 
 @dataclass
@@ -368,11 +435,13 @@ class Session:
             self.write(f"duet: {note}")
         return design
 
-    def run(self, exp: Any, design: Design) -> Outcome:
+    def run(self, exp: Any, design: Design, pace: Path | None = None) -> Outcome:
         from ..report.progress import RichObserver
         from ..schedule.inline import Deadline, run_experiment
         from ..workflow.runs import runs_not_ok
 
+        observer: Any = RichObserver()
+        pacer = Pacer(observer, pace, design) if pace is not None else None
         left = self.opts.budget_s - self.elapsed() - VERDICT_RESERVE_S
         now = time.monotonic()
         deadline = Deadline(
@@ -380,9 +449,15 @@ class Session:
             design.run_s,
             floor_runs=MIN_RUNS,  # the fewest that give an interval may use the tolerance
             late_at=now + left + BUDGET_TOLERANCE * self.opts.budget_s,
+            predict=pacer.predict if pacer is not None else None,
         )
-        summary = run_experiment(exp, self.opts.output, observer=RichObserver(), deadline=deadline)
+        summary = run_experiment(
+            exp, self.opts.output, observer=pacer or observer, deadline=deadline
+        )
         out = Outcome(root=summary.root, interrupted=summary.interrupted)
+        said = pacer.note() if pacer is not None else None
+        if said:
+            out.notes.append(said)
         ran = sum(summary.statuses.values())
         if summary.out_of_time:
             took = summary.elapsed_s / ran if ran else 0.0
@@ -413,6 +488,7 @@ class Session:
 def run_duet(config: pytest.Config, opts: DuetOptions, write: Any, section: Any = None) -> Outcome:
     """Calibrate, design, run and judge (see the module doc)."""
     import contextlib
+    import tempfile
 
     session = Session(config, opts, write, section)
     args = side_args(list(config.invocation_params.args))
@@ -423,8 +499,13 @@ def run_duet(config: pytest.Config, opts: DuetOptions, write: Any, section: Any 
         design = session.design(found, names)
         name = "pytest-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         cwd = Path(config.invocation_params.dir)
-        exp = build_experiment(found, design, names, sides, args, cwd, opts, name)
-        out = session.run(exp, design)
+        # the runs keep their pace on a busier machine, unless the samples were asked for
+        pace = None
+        if opts.samples is None:
+            pace = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duet-pace-")))
+            pace = pace / "pace.json"
+        exp = build_experiment(found, design, names, sides, args, cwd, opts, name, pace)
+        out = session.run(exp, design, pace)
         out.notes[:0] = found.notes
         if out.root is not None and not out.interrupted:
             session.judge(out)

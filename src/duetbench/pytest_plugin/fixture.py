@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import math
 import os
 import statistics
@@ -33,6 +34,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from .design import paced_samples
 
 
 def _load_worker() -> ModuleType:
@@ -74,6 +77,22 @@ class State:
     swap: Any = None  # run: the CPU swap of this side, one for all its tests
     #: single: what pytest-benchmark's options say where it is not installed (compat.py)
     single: dict[str, Any] = field(default_factory=dict)
+    #: run: the share of the planned samples this run takes (duet.Pacer), read once
+    share: float | None = None
+
+    def pace(self) -> float:
+        """Run mode: the share of its planned samples every test takes in this run, as
+        the controller wrote it before the run (1 when it keeps no pace)."""
+        if self.share is None:
+            self.share = 1.0
+            path = self.instruction.get("pace")
+            if path:
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        self.share = min(1.0, max(0.0, float(json.load(f)["share"])))
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    raise DuetFixtureError(f"cannot read the run's pace {path}: {exc}") from exc
+        return self.share
 
     def planned(self, nodeid: str) -> dict[str, Any]:
         """Run mode: the plan's entry of test ``nodeid`` (samples, evaluations, folder)."""
@@ -343,7 +362,7 @@ class BenchmarkFixture:
                 evaluations,
                 output,
                 meta,
-                samples=int(test["samples"]),
+                samples=paced_samples(int(test["samples"]), self.state.pace()),
                 warmup=int(ins.get("warmup", sampling.DEFAULT_WARMUP)),
                 keep_gc=bool(ins.get("keep_gc", False)),
                 timeout=ins.get("timeout"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +78,10 @@ class ExperimentSummary:
 @dataclass(frozen=True)
 class Deadline:
     """Start no run that would end after ``at`` (``time.monotonic()``): a run is expected
-    to take as long as the mean of this invocation's runs so far, ``first_run_s`` before
-    the first (the pytest plugin's budget: docs/pytest.md, "Cost"). The first
+    to take as long as the mean of this invocation's last :data:`RECENT` runs (the
+    machine's pace now; the pytest plugin's runs take fewer samples once they run slow),
+    ``first_run_s`` before the first (the pytest plugin's budget: docs/pytest.md,
+    "Cost"). The first
     ``floor_runs`` runs -- the fewest that give an answer -- may end as late as
     ``late_at`` (the tolerance the budget was promised with)."""
 
@@ -88,8 +90,19 @@ class Deadline:
     floor_runs: int = 0
     late_at: float | None = None
 
+    #: what the next run will take, where the caller knows better (the pytest plugin's
+    #: pace: fewer samples after a slow run); None from it: the runs' mean
+    predict: Callable[[], float | None] | None = None
+
+    #: how many of the latest runs predict the next one
+    RECENT = 3
+
     def allows(self, durations: list[float]) -> bool:
-        expected = sum(durations) / len(durations) if durations else self.first_run_s
+        recent = durations[-self.RECENT :]
+        expected = sum(recent) / len(recent) if recent else self.first_run_s
+        told = self.predict() if self.predict is not None else None
+        if told is not None:
+            expected = told
         end = self.at
         if len(durations) < self.floor_runs and self.late_at is not None:
             end = max(end, self.late_at)
