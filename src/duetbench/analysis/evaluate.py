@@ -42,6 +42,7 @@ from .compare import compare, compare_tests, labelled
 from .evaluation_helpers import cv, runtime_speedup, shuffle_check, slow_down
 from .filters import drop_marked_warmup, drop_warmup
 from .overlaps import relative_overlap_time
+from .stats import FASTER, NO_DATA, SAME, SLOWER
 
 __all__ = ["TABLE_COLUMNS", "TABLES", "Evaluation", "evaluate"]
 
@@ -143,9 +144,9 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "method": S,
         "test": S,
         "benchmarks": INT,
-        "same": INT,
-        "slower": INT,
-        "faster": INT,
+        SAME: INT,
+        SLOWER: INT,
+        FASTER: INT,
         "share_same": N,
     },
     "aa_by_overlap": {
@@ -155,9 +156,9 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "test": S,
         "min_overlap": N,
         "benchmarks": INT,
-        "same": INT,
-        "slower": INT,
-        "faster": INT,
+        SAME: INT,
+        SLOWER: INT,
+        FASTER: INT,
         "share_same": N,
     },
     "shuffle": {
@@ -190,7 +191,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "test": S,
         "slowdown": N,
         "benchmarks": INT,
-        "slower": INT,
+        SLOWER: INT,
         "share_slower": N,
         "share_same": N,
     },
@@ -349,19 +350,17 @@ def _tests_rows(
 def _verdict_counts(rows: pd.DataFrame, group: list[str]) -> pd.DataFrame:
     """Benchmarks with a verdict, how many are slower, faster or neither (``same``: no
     change detected, equivalent or inconclusive: no alarm), share judged neither."""
-    r = rows.loc[rows["verdict"] != "no data"].copy()
+    r = rows.loc[rows["verdict"] != NO_DATA].copy()
     if r.empty:
-        return pd.DataFrame(columns=[*group, "benchmarks", "same", "slower", "faster"])
+        return pd.DataFrame(columns=[*group, "benchmarks", SAME, SLOWER, FASTER])
     v = r["verdict"].astype(str)
-    r["_same"] = (~v.isin(("slower", "faster"))).astype(np.int64)
-    r["_slower"] = (v == "slower").astype(np.int64)
-    r["_faster"] = (v == "faster").astype(np.int64)
+    r["_same"] = (~v.isin((SLOWER, FASTER))).astype(np.int64)
+    r["_slower"] = (v == SLOWER).astype(np.int64)
+    r["_faster"] = (v == FASTER).astype(np.int64)
     g = r.groupby(group, sort=True, dropna=False, observed=True)
     out = g.agg(
         benchmarks=("verdict", "size"),
-        same=("_same", "sum"),
-        slower=("_slower", "sum"),
-        faster=("_faster", "sum"),
+        **{SAME: ("_same", "sum"), SLOWER: ("_slower", "sum"), FASTER: ("_faster", "sum")},
     ).reset_index()
     out["share_same"] = out["same"] / out["benchmarks"]
     return out
@@ -374,7 +373,7 @@ def _mds_from_detail(detail: pd.DataFrame, slowdowns: Sequence[float]) -> pd.Dat
         return pd.DataFrame(columns=[*keys, "mds", "detected", "slowdowns"])
     s_arr = np.asarray(sorted(slowdowns), dtype=np.float64)
     det = (
-        detail.assign(_d=(detail["verdict"] == "slower"))
+        detail.assign(_d=(detail["verdict"] == SLOWER))
         .pivot_table(index=keys, columns="slowdown", values="_d", aggfunc="max", fill_value=False)
         .reindex(columns=s_arr, fill_value=False)
     )
