@@ -37,7 +37,7 @@ import pandas as pd
 from duetbench.errors import AnalysisError, DuetError
 from duetbench.options import CI_TESTS, TESTS, U_TESTS, CompareOptions, EvaluateOptions, Warmup
 
-from ._table import AUX_COLUMNS
+from ._table import AUX_COLUMNS, REQUIRED_COLUMNS
 from .compare import compare, compare_tests, labelled
 from .evaluation_helpers import cv, runtime_speedup, shuffle_check, slow_down
 from .filters import drop_marked_warmup, drop_warmup
@@ -50,6 +50,12 @@ __all__ = ["TABLE_COLUMNS", "TABLES", "Evaluation", "evaluate"]
 KEYS = ("host", "suite", "benchmark", "method")
 BENCH_KEYS = ("host", "suite", "benchmark")
 S, N, INT, B = "string", "number", "integer", "boolean"
+#: the first columns of a table with a row per benchmark x method (``KEYS``) ...
+_BY_BENCHMARK = dict.fromkeys(KEYS, S)
+#: ... and per test
+_BY_TEST = {**_BY_BENCHMARK, "test": S}
+#: how many benchmarks a group has with a verdict, slower, faster or neither (``same``)
+_COUNTS = {"benchmarks": INT, SAME: INT, SLOWER: INT, FASTER: INT, "share_same": N}
 #: Columns (and JSON types) of every table. ``hosts`` has ``host`` plus the table's
 #: ``host_*`` / ``artifact_*`` columns.
 TABLE_COLUMNS: dict[str, dict[str, str]] = {
@@ -76,10 +82,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "calibrated": B,
     },
     "speedup": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
+        **_BY_BENCHMARK,
         "speedup": N,
         "seqn_cost_ns": N,
         "duet_cost_ns": N,
@@ -96,10 +99,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "runs": INT,
     },
     "cv": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
+        **_BY_BENCHMARK,
         "pair": S,
         "iterations": INT,
         "mean_ns": N,
@@ -117,11 +117,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "half_width_per_hour": N,
     },
     "tests": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "aa": B,
         "change": N,
         "ci_low": N,
@@ -143,11 +139,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "suite": S,
         "method": S,
         "test": S,
-        "benchmarks": INT,
-        SAME: INT,
-        SLOWER: INT,
-        FASTER: INT,
-        "share_same": N,
+        **_COUNTS,
     },
     "aa_by_overlap": {
         "host": S,
@@ -155,29 +147,17 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "method": S,
         "test": S,
         "min_overlap": N,
-        "benchmarks": INT,
-        SAME: INT,
-        SLOWER: INT,
-        FASTER: INT,
-        "share_same": N,
+        **_COUNTS,
     },
     "shuffle": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "runs": INT,
         "width_paired": N,
         "width_shuffled": N,
         "width_ratio": N,
     },
     "mds": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "aa": B,
         "mds": N,
         "detected": INT,
@@ -196,11 +176,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "share_same": N,
     },
     "mds_detail": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "aa": B,
         "slowdown": N,
         "change": N,
@@ -294,17 +270,8 @@ def _aa_names(df: pd.DataFrame, aa: bool | Iterable[str] | None) -> tuple[str, .
 #: Columns the evaluation reads; the rest (host facts, artifacts...) is not copied around.
 _USED = (
     "experiment",
-    "host",
-    "suite",
-    "benchmark",
-    "method",
-    "run",
-    "pair",
+    *REQUIRED_COLUMNS,
     "order",
-    "iteration",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
     "synthetic_ts",
     "warmup",
     "proc_start_ns",
