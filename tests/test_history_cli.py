@@ -33,7 +33,7 @@ from tests.history_helpers import (
 from tests.pg_server import fresh_database, postgres_server
 
 from duetbench.history import Repository
-from duetbench.history.repository import HOOK_DIR_ENV, HOOK_STEP_ENV
+from duetbench.history._writer import HOOK_DIR_ENV, HOOK_STEP_ENV
 from duetbench.report.history_tables import strict_json
 
 DEADLINE_S = 300  # only catches hangs

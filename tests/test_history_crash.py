@@ -17,7 +17,7 @@ from tests.history_helpers import HOST, tables, wait_for
 from tests.pg_server import fresh_database, postgres_server
 
 from duetbench.history import Repository
-from duetbench.history.repository import HOOK_DIR_ENV, HOOK_STEP_ENV
+from duetbench.history._writer import HOOK_DIR_ENV, HOOK_STEP_ENV
 
 ADD = """
 import json, sys

@@ -309,7 +309,7 @@ STANDALONE = (
 )
 #: What a benchmark's interpreter loads from the package (on its path, maybe mounted into
 #: a container), beside STANDALONE: the per-side driver (``python -m
-#: duetbench.execute.driver``) and the harness side of the handshake (``import
+#: duetbench.execute.driver``, with its measurements ``driver_cpu``) and the harness side of the handshake (``import
 #: duetbench.sync``, ``python -m duetbench.sync``), with the package modules they pass
 #: through. They import the standard library and each other only.
 BENCHMARK_SIDE = (
@@ -318,6 +318,7 @@ BENCHMARK_SIDE = (
     "errors.py",
     "execute/__init__.py",
     "execute/driver.py",
+    "execute/driver_cpu.py",
     "sync/__init__.py",
     "sync/__main__.py",
     "sync/cli.py",

@@ -19,6 +19,7 @@ from scipy import special, stats
 from duetbench.errors import AnalysisError
 
 from ..analysis.costs import CostModel
+from ..schema import Verdict
 from .rules import StopRule, first_stops, goal_first_look, runs_to_reach
 from .sequential import Design
 
@@ -145,7 +146,7 @@ def _simulated_power_runs(rule: StopRule, sd: float, shift: float, power: float,
     the rule, stopped at that maximum, decides the ``shift`` (log) in ``power`` of
     :data:`POWER_DRAWS` seeded experiments, with two Monte Carlo standard errors to spare
     (``runs`` itself beyond the horizon)."""
-    want = "slower" if shift > 0 else "faster"
+    want = Verdict.SLOWER if shift > 0 else Verdict.FASTER
     rng = np.random.default_rng(0)
     n = runs
     while n <= STOP_HORIZON:

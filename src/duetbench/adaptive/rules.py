@@ -85,11 +85,13 @@ class StopReason(StrEnum):
 class Outcome(StrEnum):
     """The verdict words of :func:`duetbench.analysis.interval_verdicts` (schema.Verdict)."""
 
-    SLOWER = "slower"  # the interval lies above 0 and above +threshold
-    FASTER = "faster"  # below 0 and below -threshold
-    EQUIVALENT = "equivalent"  # threshold > 0: inside (-threshold, +threshold)
-    INCONCLUSIVE = "inconclusive"  # threshold > 0: none of these (yet); or no interval yet
-    NO_CHANGE = "no change detected"  # threshold 0: the interval holds 0
+    SLOWER = Verdict.SLOWER.value  # the interval lies above 0 and above +threshold
+    FASTER = Verdict.FASTER.value  # below 0 and below -threshold
+    EQUIVALENT = Verdict.EQUIVALENT.value  # threshold > 0: inside (-threshold, +threshold)
+    INCONCLUSIVE = (
+        Verdict.INCONCLUSIVE.value
+    )  # threshold > 0: none of these (yet); or no interval yet
+    NO_CHANGE = Verdict.NO_CHANGE.value  # threshold 0: the interval holds 0
 
 
 def _fraction(value: object, what: str, *, zero_ok: bool) -> float:

@@ -37,11 +37,12 @@ import pandas as pd
 from duetbench.errors import AnalysisError, DuetError
 from duetbench.options import CI_TESTS, TESTS, U_TESTS, CompareOptions, EvaluateOptions, Warmup
 
-from ._table import AUX_COLUMNS
+from ._table import AUX_COLUMNS, REQUIRED_COLUMNS
 from .compare import compare, compare_tests, labelled
 from .evaluation_helpers import cv, runtime_speedup, shuffle_check, slow_down
 from .filters import drop_marked_warmup, drop_warmup
 from .overlaps import relative_overlap_time
+from .stats import FASTER, NO_DATA, SAME, SLOWER
 
 __all__ = ["TABLE_COLUMNS", "TABLES", "Evaluation", "evaluate"]
 
@@ -49,6 +50,12 @@ __all__ = ["TABLE_COLUMNS", "TABLES", "Evaluation", "evaluate"]
 KEYS = ("host", "suite", "benchmark", "method")
 BENCH_KEYS = ("host", "suite", "benchmark")
 S, N, INT, B = "string", "number", "integer", "boolean"
+#: the first columns of a table with a row per benchmark x method (``KEYS``) ...
+_BY_BENCHMARK = dict.fromkeys(KEYS, S)
+#: ... and per test
+_BY_TEST = {**_BY_BENCHMARK, "test": S}
+#: how many benchmarks a group has with a verdict, slower, faster or neither (``same``)
+_COUNTS = {"benchmarks": INT, SAME: INT, SLOWER: INT, FASTER: INT, "share_same": N}
 #: Columns (and JSON types) of every table. ``hosts`` has ``host`` plus the table's
 #: ``host_*`` / ``artifact_*`` columns.
 TABLE_COLUMNS: dict[str, dict[str, str]] = {
@@ -75,10 +82,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "calibrated": B,
     },
     "speedup": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
+        **_BY_BENCHMARK,
         "speedup": N,
         "seqn_cost_ns": N,
         "duet_cost_ns": N,
@@ -95,10 +99,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "runs": INT,
     },
     "cv": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
+        **_BY_BENCHMARK,
         "pair": S,
         "iterations": INT,
         "mean_ns": N,
@@ -116,11 +117,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "half_width_per_hour": N,
     },
     "tests": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "aa": B,
         "change": N,
         "ci_low": N,
@@ -142,11 +139,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "suite": S,
         "method": S,
         "test": S,
-        "benchmarks": INT,
-        "same": INT,
-        "slower": INT,
-        "faster": INT,
-        "share_same": N,
+        **_COUNTS,
     },
     "aa_by_overlap": {
         "host": S,
@@ -154,29 +147,17 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "method": S,
         "test": S,
         "min_overlap": N,
-        "benchmarks": INT,
-        "same": INT,
-        "slower": INT,
-        "faster": INT,
-        "share_same": N,
+        **_COUNTS,
     },
     "shuffle": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "runs": INT,
         "width_paired": N,
         "width_shuffled": N,
         "width_ratio": N,
     },
     "mds": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "aa": B,
         "mds": N,
         "detected": INT,
@@ -190,16 +171,12 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "test": S,
         "slowdown": N,
         "benchmarks": INT,
-        "slower": INT,
+        SLOWER: INT,
         "share_slower": N,
         "share_same": N,
     },
     "mds_detail": {
-        "host": S,
-        "suite": S,
-        "benchmark": S,
-        "method": S,
-        "test": S,
+        **_BY_TEST,
         "aa": B,
         "slowdown": N,
         "change": N,
@@ -293,17 +270,8 @@ def _aa_names(df: pd.DataFrame, aa: bool | Iterable[str] | None) -> tuple[str, .
 #: Columns the evaluation reads; the rest (host facts, artifacts...) is not copied around.
 _USED = (
     "experiment",
-    "host",
-    "suite",
-    "benchmark",
-    "method",
-    "run",
-    "pair",
+    *REQUIRED_COLUMNS,
     "order",
-    "iteration",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
     "synthetic_ts",
     "warmup",
     "proc_start_ns",
@@ -349,19 +317,17 @@ def _tests_rows(
 def _verdict_counts(rows: pd.DataFrame, group: list[str]) -> pd.DataFrame:
     """Benchmarks with a verdict, how many are slower, faster or neither (``same``: no
     change detected, equivalent or inconclusive: no alarm), share judged neither."""
-    r = rows.loc[rows["verdict"] != "no data"].copy()
+    r = rows.loc[rows["verdict"] != NO_DATA].copy()
     if r.empty:
-        return pd.DataFrame(columns=[*group, "benchmarks", "same", "slower", "faster"])
+        return pd.DataFrame(columns=[*group, "benchmarks", SAME, SLOWER, FASTER])
     v = r["verdict"].astype(str)
-    r["_same"] = (~v.isin(("slower", "faster"))).astype(np.int64)
-    r["_slower"] = (v == "slower").astype(np.int64)
-    r["_faster"] = (v == "faster").astype(np.int64)
+    r["_same"] = (~v.isin((SLOWER, FASTER))).astype(np.int64)
+    r["_slower"] = (v == SLOWER).astype(np.int64)
+    r["_faster"] = (v == FASTER).astype(np.int64)
     g = r.groupby(group, sort=True, dropna=False, observed=True)
     out = g.agg(
         benchmarks=("verdict", "size"),
-        same=("_same", "sum"),
-        slower=("_slower", "sum"),
-        faster=("_faster", "sum"),
+        **{SAME: ("_same", "sum"), SLOWER: ("_slower", "sum"), FASTER: ("_faster", "sum")},
     ).reset_index()
     out["share_same"] = out["same"] / out["benchmarks"]
     return out
@@ -374,7 +340,7 @@ def _mds_from_detail(detail: pd.DataFrame, slowdowns: Sequence[float]) -> pd.Dat
         return pd.DataFrame(columns=[*keys, "mds", "detected", "slowdowns"])
     s_arr = np.asarray(sorted(slowdowns), dtype=np.float64)
     det = (
-        detail.assign(_d=(detail["verdict"] == "slower"))
+        detail.assign(_d=(detail["verdict"] == SLOWER))
         .pivot_table(index=keys, columns="slowdown", values="_d", aggfunc="max", fill_value=False)
         .reindex(columns=s_arr, fill_value=False)
     )

@@ -23,6 +23,9 @@ NO_CHANGE = Verdict.NO_CHANGE.value
 EQUIVALENT = Verdict.EQUIVALENT.value
 INCONCLUSIVE = Verdict.INCONCLUSIVE.value
 NO_DATA = Verdict.NO_DATA.value
+#: earlier releases' verdict for neither slower nor faster: the name of the count of such
+#: verdicts (duet evaluate's tables, the JSON summary)
+SAME = Verdict.SAME.value
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..config.model import Experiment
 from ..errors import DuetError
 from ..micro.api import MicroError
+from ..schema import Verdict
 from .defaults import MAX_LOOKS
 from .gate import RunsFailed, compare_trees, gate_name, tree_experiment
 from .trees import BuildError, Trees, git, resolve
@@ -36,9 +37,15 @@ if TYPE_CHECKING:
 
 __all__ = ["BisectResult", "Step", "bisect", "combined_rows", "next_candidate"]
 
-UNDECIDED = ("inconclusive", "no data")
+UNDECIDED = (Verdict.INCONCLUSIVE, Verdict.NO_DATA)
 
-GOOD_VERDICTS = ("equivalent", "faster", "no change detected", "same", "same (below threshold)")
+GOOD_VERDICTS = (
+    Verdict.EQUIVALENT,
+    Verdict.FASTER,
+    Verdict.NO_CHANGE,
+    Verdict.SAME,
+    Verdict.BELOW_THRESHOLD,
+)
 
 
 @dataclass(frozen=True)
@@ -162,7 +169,7 @@ def combined_rows(roots: Sequence[Path]) -> list[dict[str, Any]]:
             {
                 "benchmark": key[0],
                 "method": key[1],
-                "verdict": d.verdict.value if len(chosen) else "no data",
+                "verdict": d.verdict.value if len(chosen) else Verdict.NO_DATA.value,
                 "change": d.estimate,
                 "ci_low": d.low,
                 "ci_high": d.high,
@@ -181,7 +188,7 @@ def _prior_word(used: object) -> str:
 
 
 def _worst(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    rank = {"slower": 0, "inconclusive": 1, "no data": 2}
+    rank = {Verdict.SLOWER: 0, Verdict.INCONCLUSIVE: 1, Verdict.NO_DATA: 2}
     return min(rows, key=lambda r: rank.get(str(r["verdict"]), 3))
 
 
@@ -259,7 +266,7 @@ class _Search:
             undecided = {
                 str(r["benchmark"]).split(":", 1)[0] for r in rows if r["verdict"] in UNDECIDED
             }
-            if not rows or not undecided or any(r["verdict"] == "slower" for r in rows):
+            if not rows or not undecided or any(r["verdict"] == Verdict.SLOWER for r in rows):
                 break  # decided; one slower benchmark marks the candidate bad
             # extend: measure again what the rule has not decided yet
             benches = tuple(b for b in self.exp.benchmarks if b.name in undecided)
@@ -273,10 +280,14 @@ class _Search:
     ) -> Step:
         where = ", ".join(str(r) for r in roots)
         if not rows:
-            return Step(commit, subject, "skip", "no data", results=where, looks=len(roots))
+            return Step(
+                commit, subject, "skip", Verdict.NO_DATA.value, results=where, looks=len(roots)
+            )
         row = _worst(rows)
         verdict = str(row["verdict"])
-        outcome = "bad" if verdict == "slower" else "good" if verdict in GOOD_VERDICTS else "skip"
+        outcome = (
+            "bad" if verdict == Verdict.SLOWER else "good" if verdict in GOOD_VERDICTS else "skip"
+        )
         why = str(row.get("explanation") or "")
         if outcome == "skip" and self.over_budget():
             why = f"the bisect's budget ended: {why}"

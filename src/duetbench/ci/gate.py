@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..config.model import Benchmark, Experiment, MicroSide, MicroSpec, Side
 from ..errors import DuetError, ExitCode
 from ..schedule.adaptive import FAILED_RUNS_STOP
+from ..schema import Verdict
 from .defaults import GATE_THRESHOLD, GATE_UNTIL
 
 if TYPE_CHECKING:
@@ -159,9 +160,9 @@ class GateResult:
 def exit_code_of(verdicts: list[str]) -> int:
     """1 (regression) when any verdict is slower, else 3 when any is inconclusive (or
     nothing was measured), else 0."""
-    if "slower" in verdicts:
+    if Verdict.SLOWER in verdicts:
         return ExitCode.REGRESSION
-    if not verdicts or any(v in ("inconclusive", "no data") for v in verdicts):
+    if not verdicts or any(v in (Verdict.INCONCLUSIVE, Verdict.NO_DATA) for v in verdicts):
         return ExitCode.INCONCLUSIVE
     return ExitCode.OK
 
@@ -370,7 +371,7 @@ def priors_summary(stops: Any) -> list[str]:
 _OUTCOME = {
     ExitCode.OK: "no regression",
     ExitCode.REGRESSION: "REGRESSION",
-    ExitCode.INCONCLUSIVE: "inconclusive",
+    ExitCode.INCONCLUSIVE: Verdict.INCONCLUSIVE.value,
 }
 
 

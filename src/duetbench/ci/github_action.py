@@ -35,6 +35,7 @@ from typing import Any
 
 from ..atomic import write_atomic
 from ..errors import DuetError, ExitCode
+from ..schema import Verdict
 
 __all__ = [
     "OUTCOMES",
@@ -52,7 +53,7 @@ __all__ = [
 OUTCOMES = {
     ExitCode.OK: "ok",
     ExitCode.REGRESSION: "regression",
-    ExitCode.INCONCLUSIVE: "inconclusive",
+    ExitCode.INCONCLUSIVE: Verdict.INCONCLUSIVE.value,
 }
 FAIL_ON_DEFAULT = "regression,error"
 #: GitHub refuses comment bodies longer than 65536 characters
@@ -297,7 +298,8 @@ def run_finish(env: Mapping[str, str]) -> int:
     """The ``finish`` step: exit 1 when the outcome is one of ``fail-on``."""
     outcome = _input(env, "outcome", "error")
     fail_on = {w.strip() for w in _input(env, "fail-on", FAIL_ON_DEFAULT).split(",") if w.strip()}
-    unknown = fail_on - {"regression", "inconclusive", "error", "never"}
+    known = {OUTCOMES[ExitCode.REGRESSION], OUTCOMES[ExitCode.INCONCLUSIVE], "error", "never"}
+    unknown = fail_on - known
     if unknown:
         print(f"::error::fail-on: unknown outcome(s) {', '.join(sorted(unknown))}; use "
               "regression, inconclusive, error (comma-separated) or never")  # fmt: skip

@@ -305,22 +305,13 @@ def _show(repo: Repository, args: argparse.Namespace) -> int:
 
     if args.last < 1:
         raise HistoryError(f"--last must be at least 1 (experiments), got {args.last}")
-    found = series(
-        repo, benchmark=args.benchmark, suite=args.suite, host=args.host, method=args.method
-    )
+    found = series(repo, **_selected(args))
     if not found:
         raise HistoryError(
             f"no series of benchmark '{args.benchmark}' (with these filters) in {repo.location}; "
             "`duet history list` shows the benchmarks it has"
         )
-    prior = priors(
-        repo,
-        benchmark=args.benchmark,
-        suite=args.suite,
-        host=args.host,
-        method=args.method,
-        last=args.last,
-    )
+    prior = priors(repo, **_selected(args), last=args.last)
     if args.format == "json":
         doc = {
             "repository": repo.location,
@@ -334,18 +325,16 @@ def _show(repo: Repository, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _selected(args: argparse.Namespace) -> dict[str, str | None]:
+    """The series a subcommand selects: its --benchmark, --suite, --host and --method."""
+    return {k: getattr(args, k) for k in ("benchmark", "suite", "host", "method")}
+
+
 def _changes(repo: Repository, args: argparse.Namespace) -> int:
     from ..history import detect_changes
     from ..report.history_tables import changes_tables
 
-    report = detect_changes(
-        repo,
-        benchmark=args.benchmark,
-        suite=args.suite,
-        host=args.host,
-        method=args.method,
-        since=args.since,
-    )
+    report = detect_changes(repo, **_selected(args), since=args.since)
     if args.format == "json":
         _json({"repository": repo.location, **report.to_json()}, args.output)
     else:

@@ -26,14 +26,15 @@ import numpy as np
 
 from ..report import formatting as fmt
 from ..report.html.plots import TEMPLATE as REPORT_TEMPLATE
+from ..schema import Verdict
 from .model import SeriesView, SiteData
 
 Z95 = 1.959963984540054
 COLORS = {
     "paired": "#1f77b4",
     "absolute": "#555555",
-    "slower": "#d62728",
-    "faster": "#2ca02c",
+    Verdict.SLOWER: "#d62728",
+    Verdict.FASTER: "#2ca02c",
     "mark": "#ff7f0e",
     "drift": "#9467bd",
     "muted": "#999999",
@@ -266,7 +267,7 @@ def _step_traces(site: SiteData, view: SeriesView, pos: dict[str, int]) -> list[
             up_ = it.change > 0
             sym.append(symbol or ("triangle-up" if up_ else "triangle-down"))
             kind = "mark" if getattr(it, "source", "") == "marked" else None
-            col.append(COLORS[color or kind or ("slower" if up_ else "faster")])
+            col.append(COLORS[color or kind or (Verdict.SLOWER if up_ else Verdict.FASTER)])
         out.append(
             {
                 "type": "scatter",
@@ -286,7 +287,7 @@ def _step_traces(site: SiteData, view: SeriesView, pos: dict[str, int]) -> list[
 def _finding_hover(it: Any) -> str:
     if hasattr(it, "first_bad"):
         head = (
-            f"<b>{'slower' if it.change > 0 else 'faster'} from {text(it.first_bad)}</b> "
+            f"<b>{Verdict.SLOWER if it.change > 0 else Verdict.FASTER} from {text(it.first_bad)}</b> "
             f"(last good {text(it.last_good or '-')}): {fmt.pct(it.change, signed=True)} "
             f"{fmt.ci(it.ci_low, it.ci_high)}"
         )
@@ -351,7 +352,7 @@ def _absolute_traces(
     if found:  # changes with no direct comparison: shown on the absolute series
         marker = {
             "symbol": ["triangle-up" if c.change > 0 else "triangle-down" for c in found],
-            "color": [COLORS["slower" if c.change > 0 else "faster"] for c in found],
+            "color": [COLORS[Verdict.SLOWER if c.change > 0 else Verdict.FASTER] for c in found],
             "size": 12,
         }
         hover = [_finding_hover(c) for c in found]
@@ -442,7 +443,7 @@ def _lines(view: SeriesView, pos: dict[str, int]) -> tuple[list[dict], list[dict
         if c.first_bad not in pos:
             continue
         x = pos[c.first_bad] - 0.5
-        color = COLORS["slower" if c.change > 0 else "faster"]
+        color = COLORS[Verdict.SLOWER if c.change > 0 else Verdict.FASTER]
         if c.source == "marked":
             color = COLORS["mark"]
         shapes.append(_vline(x, color, "solid" if c.final else "dot"))
@@ -511,7 +512,11 @@ def sparkline(view: SeriesView) -> tuple[str, str]:
         if i is None or i not in ylook:
             continue
         cx, cy = xy(i, ylook[i])
-        cls = "mark" if ch.source == "marked" else ("slower" if ch.change > 0 else "faster")
+        cls = (
+            "mark"
+            if ch.source == "marked"
+            else (Verdict.SLOWER if ch.change > 0 else Verdict.FASTER)
+        )
         parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3" class="chg {cls}"/>')
     if pts:
         cx, cy = xy(pts[-1][0], pts[-1][1])

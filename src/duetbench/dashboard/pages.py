@@ -19,6 +19,7 @@ from ..history import Change, EnvironmentChange
 from ..history.imported import IMPORTED
 from ..report import formatting as fmt
 from ..report.html.page import VERDICT_CLASS, esc, script_json
+from ..schema import Verdict
 from .figures import series_figure, sparkline, when
 from .model import BenchmarkView, Latest, SeriesView, SiteData
 
@@ -109,7 +110,7 @@ def _change_badge(c: Change) -> str:
     if c.source == "marked":
         cls = "mark"
     else:
-        cls = "slower" if c.change > 0 else "faster"
+        cls = Verdict.SLOWER if c.change > 0 else Verdict.FASTER
     arrow = "&#9650;" if c.change > 0 else "&#9660;"
     size = fmt.pct(c.change, signed=True) if math.isfinite(c.change) else "marked"
     tail = "" if c.final else ' <span class="tag">provisional</span>'

@@ -1,7 +1,8 @@
 """The per-side driver: one process per side of a run, pinned with its workload.
 
 Started by an executor as ``python -m duetbench.execute.driver SPEC.json``. It
-keeps imports to the standard library so it starts fast. Protocol with the
+keeps imports to the standard library and ``driver_cpu.py`` (what the side's processes
+cost: CPU time and run delay) so it starts fast. Protocol with the
 executor: the driver prints ``ready`` on stdout when set up, waits for a line
 on stdin (``go``), runs the side, writes ``driver-result.json`` into the side
 directory and exits (0 ok, 1 the workload failed, 3 the parent is gone,
@@ -23,7 +24,7 @@ the analysis can take out what other work on the host did to the wall time
 Under sduet every iteration first passes the sync handshake (duetbench.sync).
 External harness: runs the command once; the harness loops by itself. The driver
 then follows the run delay of the harness's processes (``runq_s`` in the result,
-sampled every ``RUNQ_PERIOD`` seconds from ``/proc``), which says with ``cpu_s``
+sampled every ``driver_cpu.RUNQ_PERIOD`` seconds from ``/proc``), which says with ``cpu_s``
 whether the side was CPU-bound.
 
 Optional keys, used by the container executor (absent for local runs):
@@ -53,16 +54,16 @@ import ctypes
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from .driver_cpu import OWN_SCHEDSTAT, TreeDelay, reap_measured, reaped_cpu, schedstat
 
 #: characters that make a command need a shell (else it is split and run directly)
 SHELL_CHARS = re.compile(r"[|&;<>()$`\\\"'*?\[\]#~{}\n=%!]")
@@ -227,14 +228,14 @@ def main(argv: list[str] | None = None) -> int:
         if not sys.stdin.readline().strip():
             return 3
         result["start_ns"] = time.time_ns()
-        cpu_before = _reaped_cpu()
+        cpu_before = reaped_cpu()
         if gated is not None:
             _run_gated(spec, state, gated, result)
         else:
             side = _Side(spec, state, cwd, env, prefix, out, err, result)
             (_builtin if spec["harness"] == "command" else _external)(side)
         result["end_ns"] = time.time_ns()
-        result["cpu_s"] = round(max(0.0, _reaped_cpu() - cpu_before), 6)
+        result["cpu_s"] = round(max(0.0, reaped_cpu() - cpu_before), 6)
     except SystemExit:
         result.update(status="terminated", message="terminated by the executor")
         result.setdefault("end_ns", time.time_ns())
@@ -256,16 +257,6 @@ def main(argv: list[str] | None = None) -> int:
     if result["status"] == "terminated":
         return 143
     return 0 if result["status"] == "ok" else 1
-
-
-def _reaped_cpu() -> float:
-    """CPU seconds of this process (which waits at the sduet handshake of the built-in
-    harness) and of every child it has reaped (and of theirs)."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        r = resource.getrusage(who)
-        total += r.ru_utime + r.ru_stime
-    return total
 
 
 def _mark_done(spec: dict[str, Any]) -> None:
@@ -302,53 +293,21 @@ def _spawn(
         state.child = None
 
 
-def schedstat(path: str) -> tuple[int, int] | None:
-    """(CPU ns, run delay ns) of a task from its ``schedstat`` file (None: unreadable)."""
-    try:
-        with open(path, "rb") as f:
-            fields = f.read(128).split()
-        return int(fields[0]), int(fields[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-_OWN_SCHEDSTAT = "/proc/thread-self/schedstat"
-
-
 def _spawn_measured(
     state: _State, argv: list[str], cwd: str, env: dict[str, str], out: Any, err: Any
 ) -> tuple[int, int | None, int | None]:
-    """Run one iteration's command: (exit status, CPU ns, run delay ns).
-
-    The child is waited for without being reaped first (``waitid(WNOWAIT)``), so its
-    ``/proc/<pid>/schedstat`` can still be read; ``wait4`` then reaps it with its
-    resource usage. Both counts include the driver's own CPU time and run delay while it
-    started and reaped the child: they are part of the iteration's wall time, so for a
-    CPU-bound command CPU time + run delay is the wall time."""
-    own_before = schedstat(_OWN_SCHEDSTAT)
+    """Run one iteration's command: (exit status, CPU ns, run delay ns), measured by
+    ``driver_cpu.reap_measured`` (the driver's own share while it started and reaped
+    the child included)."""
+    own_before = schedstat(OWN_SCHEDSTAT)
     child = subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL
     )
     state.child = child
     try:
-        delay: int | None = None
-        try:
-            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
-            got = schedstat(f"/proc/{child.pid}/schedstat")
-            delay = None if got is None else got[1]
-        except (OSError, AttributeError):  # no waitid (not Linux): no run delay
-            pass
-        _pid, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        return reap_measured(child, own_before)
     finally:
         state.child = None
-    cpu = round((usage.ru_utime + usage.ru_stime) * 1e9)
-    own_after = schedstat(_OWN_SCHEDSTAT)
-    if own_before is not None and own_after is not None:
-        cpu += max(0, own_after[0] - own_before[0])
-        if delay is not None:
-            delay += max(0, own_after[1] - own_before[1])
-    return child.returncode, cpu, delay
 
 
 class _Side(NamedTuple):
@@ -467,67 +426,6 @@ def _external(side: _Side) -> None:
         raise SystemExit(143)
     if rc != 0:
         result.update(status="failed", exit_code=rc, message=f"harness exited with {rc}")
-
-
-#: seconds between two looks at the run delay of an external harness's processes
-RUNQ_PERIOD = 0.1
-
-
-class TreeDelay(threading.Thread):
-    """The scheduler run delay of every task of the driver's descendants, summed.
-
-    Every ``period`` seconds the descendants are found through
-    ``/proc/<pid>/task/<tid>/children`` and each of their tasks' ``schedstat`` is read;
-    the last value seen per task counts, so a task that ends loses at most one
-    period of its delay. :meth:`finish` returns the seconds (None where ``/proc`` has
-    no such files)."""
-
-    def __init__(self, root: int, period: float = RUNQ_PERIOD) -> None:
-        super().__init__(daemon=True)
-        self.root, self.period = root, period
-        self.seen: dict[tuple[int, str], int] = {}
-        self.readable = False
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.period):
-            self.sample()
-
-    def finish(self) -> float | None:
-        self._stop_event.set()
-        self.join(timeout=5)
-        return round(sum(self.seen.values()) / 1e9, 6) if self.readable else None
-
-    def sample(self) -> None:
-        for pid in self._descendants():
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                got = schedstat(f"/proc/{pid}/task/{tid}/schedstat")
-                if got is not None:
-                    self.readable = True
-                    self.seen[(pid, tid)] = got[1]
-
-    def _descendants(self) -> list[int]:
-        out: list[int] = []
-        todo = [self.root]
-        while todo:
-            pid = todo.pop()
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                try:
-                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                        kids = [int(x) for x in f.read().split()]
-                except (OSError, ValueError):
-                    continue
-                out.extend(kids)
-                todo.extend(kids)
-        return out
 
 
 class _Gated:

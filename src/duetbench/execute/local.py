@@ -194,8 +194,8 @@ class LocalExecutor:
         status, message = RunStatus.OK, ""
         sync: dict[str, Any] | None = None
         coordinator = None
-        drivers: dict[str, subprocess.Popen[bytes]] = {}
-        side_info: dict[str, dict[str, Any]] = {}
+        drivers: Drivers = {}
+        side_info: SideInfo = {}
         interrupted: BaseException | None = None
         load = None
         cpu_watch: CpuWatch | None = None
@@ -213,34 +213,10 @@ class LocalExecutor:
                 coordinator = SyncCoordinator.create(sync_dir, pairs=spec.side_names)
                 self.watch_sync(spec, coordinator)
                 coordinator.start()
-            # 1. start every driver; each sets up, pins itself and says "ready"
-            for side in spec.sides:
-                side_dir = run_dir / side.name
-                side_dir.mkdir(parents=True, exist_ok=True)
-                cwd = self.side_cwd(spec, side, side_dir)
-                info = {"cpus": placement.side_cpus(side), "cwd": cwd, "side_dir": side_dir}
-                side_info[side.name] = info
-                drivers[side.name] = self._start_driver(
-                    spec, side, side_dir, cwd, placement, run_dir, sync_dir
-                )
-            for name, proc in drivers.items():
-                line = _readline(proc, ReadyTimeout)
-                if line != "ready":
-                    side_info[name]["setup_failed"] = True
-            # 2. go, in the drawn order
-            self.before_go(spec)
-            for name, proc in drivers.items():
-                side_info[name]["go_ns"] = time.time_ns()
-                try:
-                    assert proc.stdin is not None
-                    proc.stdin.write(b"go\n")
-                    proc.stdin.flush()
-                    proc.stdin.close()
-                except (BrokenPipeError, OSError):
-                    pass
+            self._launch(spec, run_dir, placement, sync_dir, drivers, side_info)
             if on_event:
                 on_event("started", {"run_id": spec.run_id})
-            # 3. wait, with the timeout
+            # wait, with the timeout
             deadline = time.monotonic() + spec.timeout if spec.timeout else None
             watch = self._hang_watch(spec, drivers)
             if spec.is_duet and placement.kind == SHARED:
@@ -308,6 +284,45 @@ class LocalExecutor:
             end_ns=time.time_ns(),
         )
         return RunOutcome(record, interrupted)
+
+    def _launch(
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        placement: Placement,
+        sync_dir: Path | None,
+        drivers: Drivers,
+        side_info: SideInfo,
+    ) -> None:
+        """Start every side's driver and give them the go, filling ``drivers`` and
+        ``side_info`` as it goes (so that a Ctrl-C halfway stops the drivers started).
+
+        1. every driver starts, sets up, pins itself and says "ready" (a side that does
+           not is marked ``setup_failed``);
+        2. go, in the drawn order."""
+        for side in spec.sides:
+            side_dir = run_dir / side.name
+            side_dir.mkdir(parents=True, exist_ok=True)
+            cwd = self.side_cwd(spec, side, side_dir)
+            info = {"cpus": placement.side_cpus(side), "cwd": cwd, "side_dir": side_dir}
+            side_info[side.name] = info
+            drivers[side.name] = self._start_driver(
+                spec, side, side_dir, cwd, placement, run_dir, sync_dir
+            )
+        for name, proc in drivers.items():
+            line = _readline(proc, ReadyTimeout)
+            if line != "ready":
+                side_info[name]["setup_failed"] = True
+        self.before_go(spec)
+        for name, proc in drivers.items():
+            side_info[name]["go_ns"] = time.time_ns()
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(b"go\n")
+                proc.stdin.flush()
+                proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
 
     def _start_driver(
         self,

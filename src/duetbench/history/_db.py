@@ -359,3 +359,25 @@ def is_unique_violation(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.IntegrityError):
         return "UNIQUE" in str(exc).upper()
     return getattr(exc, "sqlstate", None) == "23505"
+
+
+@contextmanager
+def guard(db: Database) -> Iterator[None]:
+    """Database failures as HistoryError with what to do."""
+    try:
+        yield
+    except HistoryError:
+        raise
+    except sqlite3.DatabaseError as exc:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            raise HistoryError(
+                f"{db.location} stayed locked by another writer for more than "
+                f"{BUSY_TIMEOUT_MS // 1000} s; try again when the other `duet history` command has finished"
+            ) from None
+        if isinstance(exc, sqlite3.OperationalError) and "no such" not in text:
+            raise HistoryError(f"{db.location}: {text}") from None
+        raise not_a_repository(db.location, exc) from None
+    except database_errors() as exc:
+        text = db.location.scrub(str(exc).strip())
+        raise HistoryError(f"{db.location}: the database failed: {text}") from None

@@ -44,6 +44,7 @@ import pandas as pd
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from ..schema import Verdict
 from ._db import HistoryError
 from .findings import (
     Change,
@@ -190,7 +191,7 @@ def detect_paired(
     return hits, spikes
 
 
-_CHANGED = ("slower", "faster")
+_CHANGED = (Verdict.SLOWER, Verdict.FASTER)
 
 
 def _decided(s: Step, st: DetectionSettings) -> bool:
@@ -248,7 +249,7 @@ def _on_evidence(
     s_ev = float(np.hypot(own, np.sqrt(_hidden_spread(d, se, i, st.window))))
     extra = q * (s_ev - own)
     low, high = ev.log_low - extra, ev.log_high + extra
-    ok = low > 0 if ev.verdict == "slower" else high < 0
+    ok = low > 0 if ev.verdict == Verdict.SLOWER else high < 0
     return _Judged(ev.estimate, s_ev, q, low, high, bool(ok))
 
 

@@ -8,50 +8,23 @@ docs/history.md, "The repository".
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import asdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..analysis.compare import CompareOptions
-from ._blobs import BlobStore, encode
-from ._db import (
-    Database,
-    HistoryError,
-    Location,
-    database_errors,
-    is_unique_violation,
-    not_a_repository,
-)
-from ._ingest import ExperimentData, analyse, load_results_dir, load_table
+from . import _writer
+from ._blobs import BlobStore
+from ._db import Database, HistoryError, Location, guard
 from ._schema import ensure_schema
-from .fingerprint import HostFingerprint, fingerprint
 from .imported import ImportedRun
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
-from .versions import Version, complete_versions, refuse_control_characters
+from .versions import Version, refuse_control_characters
 
-#: test hook: the add step at which to stop (see :func:`_checkpoint`)
-HOOK_STEP_ENV = "DUETBENCH_HISTORY_HOOK_STEP"
-HOOK_DIR_ENV = "DUETBENCH_HISTORY_HOOK_DIR"
 MARK_KINDS = ("change", "exclude")
-
-
-def _checkpoint(step: str) -> None:
-    """Test hook: at ``$DUETBENCH_HISTORY_HOOK_STEP``, say so (a ``<step>.reached`` file in
-    ``$DUETBENCH_HISTORY_HOOK_DIR``) and wait for ``<step>.release`` (at most 5 minutes)."""
-    if os.environ.get(HOOK_STEP_ENV) != step or not os.environ.get(HOOK_DIR_ENV):
-        return
-    d = Path(os.environ[HOOK_DIR_ENV])
-    (d / f"{step}.reached").write_text(str(os.getpid()))
-    deadline = time.monotonic() + 300
-    while not (d / f"{step}.release").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
 
 
 class Repository:
@@ -73,7 +46,7 @@ class Repository:
             )
         db = Database(loc, create=create)
         try:
-            with _guard(db):
+            with guard(db):
                 ensure_schema(db, create=create)
         except BaseException:
             db.close()
@@ -111,243 +84,27 @@ class Repository:
     ) -> ExperimentInfo:
         """Add a results directory (or an iterations table) as one experiment, in one
         transaction. ``versions``: the version of side A and of side B (one version: both).
-        Refuses an experiment that is already in the repository."""
-        sides = complete_versions(versions)
-        if isinstance(source, pd.DataFrame):
-            data = load_table(source, name=name, host_records=host_records)
-        elif Path(source).is_dir():
-            data = load_results_dir(Path(source))
-        else:
-            data = load_table(source, name=name, host_records=host_records)
-        with _guard(self.db):
-            self._refuse_duplicate(data.uid)
-        analysis = analyse(data, options)
-        blob = encode(data.table)
-        _checkpoint("analysed")
-        self.blobs.put_file(blob)
-        _checkpoint("table-written")
-        with _guard(self.db), self.db.transaction():
-            self._refuse_duplicate(data.uid)
-            vids = {s: self._version_id(v) for s, v in sides.items()}
-            host_ids = {fp.fingerprint: self._host_id(fp) for fp in data.hosts.values()}
-            self.blobs.put_row(blob)
-            eid = self._insert_experiment(data, blob.hash, analysis.options)
-            _checkpoint("inserting")
-            self._insert_details(eid, data, analysis, vids, host_ids)
-            _checkpoint("before-commit")
+        Refuses an experiment that is already in the repository (history/_writer.py)."""
+        eid = _writer.add(
+            self.db,
+            self.blobs,
+            source,
+            versions,
+            options=options,
+            name=name,
+            host_records=host_records,
+        )
         return self.experiment(eid)
 
     def add_imported(self, run: ImportedRun) -> ExperimentInfo:
         """Add a run another tool measured (history/importers.py) as one experiment of one
         version (A = B) whose rows are points of the absolute series: no paired step, no
         run values (docs/history.md, "Importing other tools' results")."""
-        fp = fingerprint({"host_name": run.host_name, **run.host})
-        data = run.experiment_data(self._known_commit(run.version_of()), fp)
-        with _guard(self.db):
-            self._refuse_duplicate(data.uid)
-        blob = encode(data.table)
-        self.blobs.put_file(blob)
-        with _guard(self.db), self.db.transaction():
-            self._refuse_duplicate(data.uid)
-            vid = self._version_id(self._known_commit(run.version_of()))
-            host_id = self._host_id(fp)
-            self.blobs.put_row(blob)
-            eid = self._insert_experiment(data, blob.hash, CompareOptions())
-            self.db.executemany(
-                "INSERT INTO experiment_versions (experiment_id, side, version_id) "
-                "VALUES (?, ?, ?)",
-                [(eid, "A", vid), (eid, "B", vid)],
-            )
-            self.db.execute(
-                "INSERT INTO experiment_hosts (experiment_id, host_name, host_id) VALUES (?, ?, ?)",
-                (eid, run.host_name, host_id),
-            )
-            self.db.executemany(
-                "INSERT INTO results (experiment_id, suite, benchmark, method, host_id, "
-                "version_a, version_b, mean_a_ns, runs, pairs, verdict, level_a, level_a_se) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(eid, *row[:3], host_id, vid, vid, *row[3:]) for row in run.result_rows()],
-            )
-        return self.experiment(eid)
-
-    def _known_commit(self, v: Version) -> Version:
-        """``v`` under the label the repository already gives its commit (an imported
-        run of a commit that `duet history add --git` recorded as v1.4 joins v1.4)."""
-        if not v.commit:
-            return v
-        with _guard(self.db):
-            row = self.db.one("SELECT label FROM versions WHERE commit_sha = ?", (v.commit,))
-        return v if row is None else Version(str(row[0]), v.commit, v.commit_ns)
-
-    def _refuse_duplicate(self, uid: str) -> None:
-        row = self.db.one("SELECT id, name, added_ns FROM experiments WHERE uid = ?", (uid,))
-        if row is not None:
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(row[2]) / 1e9))
-            raise HistoryError(
-                f"experiment '{row[1]}' is already in the repository {self.location} "
-                f"(experiment #{row[0]}, added {when}); nothing was added. To replace it, "
-                f"remove it first: duet history remove {row[0]} --repo {self.location}"
-            )
-
-    def _version_id(self, v: Version) -> int:
-        row = self.db.one(
-            "SELECT id, commit_sha, commit_ns FROM versions WHERE label = ?", (v.label,)
-        )
-        if row is None:
-            self.db.execute(
-                "INSERT INTO versions (label, commit_sha, commit_ns, first_seen_ns) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (label) DO NOTHING",
-                (v.label, v.commit, v.commit_ns, time.time_ns()),
-            )
-            row = self.db.one(
-                "SELECT id, commit_sha, commit_ns FROM versions WHERE label = ?", (v.label,)
-            )
-            assert row is not None
-        vid, commit, commit_ns = row
-        if v.commit and commit and v.commit != commit:
-            raise HistoryError(
-                f"version '{v.label}' is commit {commit[:12]} in the repository, but this add "
-                f"says {v.commit[:12]}; give this build another label (e.g. {v.label}+{v.commit[:7]})"
-            )
-        if (v.commit and not commit) or (v.commit_ns is not None and commit_ns is None):
-            self.db.execute(
-                "UPDATE versions SET commit_sha = COALESCE(commit_sha, ?), "
-                "commit_ns = COALESCE(commit_ns, ?) WHERE id = ?",
-                (v.commit, v.commit_ns, vid),
-            )
-        return int(vid)
-
-    def _host_id(self, fp: HostFingerprint) -> int:
-        facts = fp.facts_dict
-        self.db.execute(
-            "INSERT INTO hosts (fingerprint, cpu_model, cores, memory_bytes, kernel, facts) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (fingerprint) DO NOTHING",
-            (
-                fp.fingerprint,
-                facts.get("cpu_model"),
-                facts.get("cores"),
-                None if facts.get("memory_gib") is None else int(facts["memory_gib"]) << 30,
-                facts.get("kernel"),
-                json.dumps(facts, sort_keys=True, default=str),
-            ),
-        )
-        row = self.db.one("SELECT id FROM hosts WHERE fingerprint = ?", (fp.fingerprint,))
-        assert row is not None
-        return int(row[0])
-
-    def _insert_experiment(self, data: ExperimentData, digest: str, opts: CompareOptions) -> int:
-        settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(opts).items()}
-        try:
-            row = self.db.one(
-                "INSERT INTO experiments (uid, name, source, started_ns, added_ns, seed, "
-                "tool_version, config, table_hash, settings, problems) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    data.uid,
-                    data.name,
-                    data.source,
-                    data.started_ns,
-                    time.time_ns(),
-                    data.seed,
-                    data.tool_version,
-                    None if data.config is None else json.dumps(data.config, default=str),
-                    digest,
-                    json.dumps(settings, default=str),
-                    json.dumps(list(data.problems)),
-                ),
-            )
-        except database_errors() as exc:
-            if is_unique_violation(exc):  # the same experiment, added by another command just now
-                raise HistoryError(
-                    f"experiment '{data.name}' is already in the repository {self.location} "
-                    "(another command added it just now); nothing was added"
-                ) from None
-            raise
-        assert row is not None
-        return int(row[0])
-
-    def _insert_details(
-        self,
-        eid: int,
-        data: ExperimentData,
-        analysis: Any,
-        vids: Mapping[str, int],
-        host_ids: Mapping[str, int],
-    ) -> None:
-        db = self.db
-        db.executemany(
-            "INSERT INTO experiment_versions (experiment_id, side, version_id) VALUES (?, ?, ?)",
-            [(eid, s, vid) for s, vid in vids.items()],
-        )
-        db.executemany(
-            "INSERT INTO experiment_hosts (experiment_id, host_name, host_id) VALUES (?, ?, ?)",
-            [(eid, h, host_ids[fp.fingerprint]) for h, fp in sorted(data.hosts.items())],
-        )
-        db.executemany(
-            "INSERT INTO runs (experiment_id, run_id, suite, benchmark, method, rep, status, "
-            "host_name, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    eid,
-                    str(r.get("run_id")),
-                    r.get("suite"),
-                    r.get("benchmark"),
-                    r.get("method"),
-                    r.get("rep"),
-                    r.get("status"),
-                    r.get("host"),
-                    json.dumps(r, default=str),
-                )
-                for r in data.runs
-            ],
-        )
-        rows = []
-        for r in analysis.results.to_dict("records"):
-            base = str(r["benchmark"]).split(":", 1)[0]
-            vb = vids["A"] if base in data.aa_benchmarks else vids["B"]
-            rows.append(
-                (eid, r["suite"], r["benchmark"], r["method"], host_ids[r["host_fingerprint"]])
-                + (vids["A"], vb)
-                + tuple(
-                    _num(r[c])
-                    for c in (
-                        "mean_a_ns",
-                        "mean_b_ns",
-                        "change",
-                        "ci_low",
-                        "ci_high",
-                        "p_value",
-                        "runs",
-                        "pairs",
-                    )
-                )
-                + (str(r["verdict"]),)
-                + tuple(_num(r[c]) for c in ("level_a", "level_a_se", "level_b", "level_b_se"))
-                + (r.get("basis"), r.get("stop_reason") or None)
-                + (_num(r.get("confidence")), _num(r.get("threshold")))
-            )
-        db.executemany(
-            "INSERT INTO results (experiment_id, suite, benchmark, method, host_id, version_a, "
-            "version_b, mean_a_ns, mean_b_ns, change, ci_low, ci_high, p_value, runs, pairs, "
-            "verdict, level_a, level_a_se, level_b, level_b_se, basis, stop_reason, "
-            "confidence, threshold) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        db.executemany(
-            "INSERT INTO run_values (experiment_id, suite, benchmark, method, host_id, host_name, "
-            "run, value, pairs, median_a_ns, median_b_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (eid, r["suite"], r["benchmark"], r["method"], host_ids[r["host_fingerprint"]])
-                + (r["host"], int(r["run"]), _num(r["value"]), int(r["pairs"]))
-                + (_num(r["median_a_ns"]), _num(r["median_b_ns"]))
-                for r in analysis.run_values.to_dict("records")
-            ],
-        )
+        return self.experiment(_writer.add_imported(self.db, self.blobs, run))
 
     def remove(self, experiment_id: int) -> None:
         """Remove an experiment (its Parquet table stays until :meth:`collect_garbage`)."""
-        with _guard(self.db), self.db.transaction():
+        with guard(self.db), self.db.transaction():
             if self.db.one("SELECT id FROM experiments WHERE id = ?", (experiment_id,)) is None:
                 raise HistoryError(f"there is no experiment #{experiment_id} in {self.location}")
             self.db.execute("DELETE FROM experiments WHERE id = ?", (experiment_id,))
@@ -359,29 +116,29 @@ class Repository:
         unused = (
             "SELECT hash FROM stored_tables WHERE hash NOT IN (SELECT table_hash FROM experiments)"
         )
-        with _guard(self.db), self.db.transaction():
+        with guard(self.db), self.db.transaction():
             dropped = [str(r[0]) for r in self.db.all(unused)]
             self.db.execute(f"DELETE FROM stored_tables WHERE hash IN ({unused})")
-        with _guard(self.db):
+        with guard(self.db):
             referenced = {str(r[0]) for r in self.db.all("SELECT hash FROM stored_tables")}
         files = [str(p) for p in self.blobs.collect(referenced, min_age_s)]
         return files if self.db.kind == "sqlite" else dropped
 
     # ------------------------------------------------------------------ reading
     def versions(self) -> list[StoredVersion]:
-        with _guard(self.db):
+        with guard(self.db):
             rows = self.db.all(
                 "SELECT id, label, commit_sha, commit_ns, first_seen_ns FROM versions ORDER BY id"
             )
         return [StoredVersion(int(r[0]), r[1], r[2], r[3], int(r[4])) for r in rows]
 
     def hosts(self) -> list[HostInfo]:
-        with _guard(self.db):
+        with guard(self.db):
             rows = self.db.all("SELECT id, fingerprint, facts FROM hosts ORDER BY id")
         return [HostInfo(int(r[0]), r[1], tuple(sorted(json.loads(r[2]).items()))) for r in rows]
 
     def experiments(self) -> list[ExperimentInfo]:
-        with _guard(self.db):
+        with guard(self.db):
             rows = self.db.all(
                 "SELECT e.id, e.uid, e.name, e.source, e.added_ns, e.started_ns, va.label, "
                 "vb.label, e.table_hash FROM experiments e "
@@ -420,7 +177,7 @@ class Repository:
         raise HistoryError(f"there is no experiment #{experiment_id} in {self.location}")
 
     def benchmarks(self) -> list[tuple[str, str]]:
-        with _guard(self.db):
+        with guard(self.db):
             rows = self.db.all(
                 "SELECT DISTINCT suite, benchmark FROM results ORDER BY suite, benchmark"
             )
@@ -460,7 +217,7 @@ class Repository:
             + (" WHERE " + " AND ".join(where) if where else "")
             + " ORDER BY r.experiment_id, r.suite, r.benchmark, r.method, h.fingerprint"
         )
-        with _guard(self.db):
+        with guard(self.db):
             cur = self.db.execute(sql, params)
             names = [d[0] for d in cur.description]
             rows = cur.fetchall()
@@ -482,7 +239,7 @@ class Repository:
             sql += " WHERE v.experiment_id = ?"
             params.append(experiment_id)
         sql += " ORDER BY v.experiment_id, v.suite, v.benchmark, v.method, h.fingerprint, v.run"
-        with _guard(self.db):
+        with guard(self.db):
             cur = self.db.execute(sql, params)
             names = [d[0] for d in cur.description]
             rows = cur.fetchall()
@@ -490,14 +247,14 @@ class Repository:
 
     def runs(self, experiment_id: int) -> list[dict[str, Any]]:
         """The run records (run.json) of an experiment."""
-        with _guard(self.db):
+        with guard(self.db):
             rows = self.db.all(
                 "SELECT record FROM runs WHERE experiment_id = ? ORDER BY run_id", (experiment_id,)
             )
         return [json.loads(r[0]) for r in rows]
 
     def config(self, experiment_id: int) -> dict[str, Any] | None:
-        with _guard(self.db):
+        with guard(self.db):
             row = self.db.one("SELECT config FROM experiments WHERE id = ?", (experiment_id,))
         if row is None:
             raise HistoryError(f"there is no experiment #{experiment_id} in {self.location}")
@@ -506,7 +263,7 @@ class Repository:
     def iterations(self, experiment_id: int) -> pd.DataFrame:
         """The raw iterations table of an experiment, as it was added."""
         digest = self.experiment(experiment_id).table_hash
-        with _guard(self.db):
+        with guard(self.db):
             return self.blobs.read(digest)
 
     # ------------------------------------------------------------------ marks
@@ -528,7 +285,7 @@ class Repository:
         if not note.strip():
             raise HistoryError("a mark needs a note saying why (e.g. --note 'new compiler')")
         refuse_control_characters("the mark's note", note.replace("\n", " "))
-        with _guard(self.db), self.db.transaction():
+        with guard(self.db), self.db.transaction():
             row = self.db.one("SELECT id FROM versions WHERE label = ?", (version,))
             if row is None:
                 raise HistoryError(
@@ -559,12 +316,12 @@ class Repository:
         if benchmark is not None:
             sql += " WHERE m.benchmark = ?"
             params.append(benchmark)
-        with _guard(self.db):
+        with guard(self.db):
             rows = self.db.all(sql + " ORDER BY m.id", params)
         return [Mark(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], int(r[8])) for r in rows]
 
     def unmark(self, mark_id: int) -> None:
-        with _guard(self.db), self.db.transaction():
+        with guard(self.db), self.db.transaction():
             if self.db.one("SELECT id FROM marks WHERE id = ?", (mark_id,)) is None:
                 raise HistoryError(f"there is no mark #{mark_id} in {self.location}")
             self.db.execute("DELETE FROM marks WHERE id = ?", (mark_id,))
@@ -579,48 +336,8 @@ def _filters(**kw: str | None) -> tuple[list[str], list[Any]]:
     return where, params
 
 
-def _num(v: Any) -> Any:
-    if v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    if f != f:  # NaN
-        return None
-    return int(f) if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu") else f
-
-
 def _exists(path: Path) -> bool:
     try:
         return path.exists()
     except OSError as exc:  # a name too long, a loop of links
         raise HistoryError(f"cannot use {path} as the repository: {exc.strerror or exc}") from None
-
-
-@contextmanager
-def _guard(db: Database) -> Iterator[None]:
-    """Database failures as HistoryError with what to do."""
-    try:
-        yield
-    except HistoryError:
-        raise
-    except sqlite3.DatabaseError as exc:
-        text = str(exc)
-        if "locked" in text or "busy" in text:
-            raise HistoryError(
-                f"{db.location} stayed locked by another writer for more than "
-                f"{_busy_s()} s; try again when the other `duet history` command has finished"
-            ) from None
-        if isinstance(exc, sqlite3.OperationalError) and "no such" not in text:
-            raise HistoryError(f"{db.location}: {text}") from None
-        raise not_a_repository(db.location, exc) from None
-    except database_errors() as exc:
-        text = db.location.scrub(str(exc).strip())
-        raise HistoryError(f"{db.location}: the database failed: {text}") from None
-
-
-def _busy_s() -> int:
-    from ._db import BUSY_TIMEOUT_MS
-
-    return BUSY_TIMEOUT_MS // 1000

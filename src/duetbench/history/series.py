@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..schema import Verdict
 from .repository import Mark, Repository, StoredVersion
 
 
@@ -65,7 +66,7 @@ class Evidence:
 
     def negated(self) -> Evidence:
         """The same evidence for the sides the other way round."""
-        flip = {"slower": "faster", "faster": "slower"}
+        flip = {Verdict.SLOWER: Verdict.FASTER, Verdict.FASTER: Verdict.SLOWER}
         return replace(
             self,
             verdict=flip.get(self.verdict, self.verdict),
@@ -328,7 +329,7 @@ def _steps(
 def _combine(a: str, b: str, forward: list[_Found], backward: list[_Found]) -> Step | None:
     """The step a -> b from the experiments that compared them (inverse-variance weights);
     one experiment's own evidence is kept (several are re-tested from their runs)."""
-    flipped = {"slower": "faster", "faster": "slower"}
+    flipped = {Verdict.SLOWER: Verdict.FASTER, Verdict.FASTER: Verdict.SLOWER}
     items = forward + [
         (-e, s, n, x, flipped.get(v, v), None if ev is None else ev.negated())
         for e, s, n, x, v, ev in backward

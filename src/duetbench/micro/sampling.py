@@ -152,70 +152,53 @@ def sample_loop(
     callable that sample times (pytest-benchmark's ``pedantic(setup=...)``)."""
     cpu_clock = CpuClock()
     try:
-        take_samples(
-            args, h, samples, fn, evaluations, timeout, handshake, swap, prepare, cpu_clock
-        )
-    finally:
-        cpu_clock.close()
-
-
-def take_samples(
-    args: Any,
-    h: dict[str, Any],
-    samples: Samples,
-    fn: Any,
-    evaluations: int,
-    timeout: float | None,
-    handshake: Any,
-    swap: Any,
-    prepare: Any,
-    cpu_clock: CpuClock,
-) -> None:
-    time_sample = h["calibration"].time_sample
-    failure = h["discovery"].UserCodeFailure
-    limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
-    budget_ns = None if args.budget is None else round(args.budget * 1e9)
-    disable_gc = not args.keep_gc
-    clock = time.perf_counter_ns
-    begin = None
-    measured = warmed = 0
-    while True:
-        warmup = warmed < args.warmup
-        if not warmup:
-            if limit is not None and measured >= limit:
-                break
-            if budget_ns is not None and begin is not None and clock() - begin >= budget_ns:
-                break
-        timed = fn
-        if prepare is not None:
+        time_sample = h["calibration"].time_sample
+        failure = h["discovery"].UserCodeFailure
+        limit = args.samples if args.samples is not None or args.budget else DEFAULT_SAMPLES
+        budget_ns = None if args.budget is None else round(args.budget * 1e9)
+        disable_gc = not args.keep_gc
+        clock = time.perf_counter_ns
+        begin = None
+        measured = warmed = 0
+        while True:
+            warmup = warmed < args.warmup
+            if not warmup:
+                if limit is not None and measured >= limit:
+                    break
+                if budget_ns is not None and begin is not None and clock() - begin >= budget_ns:
+                    break
+            timed = fn
+            if prepare is not None:
+                try:
+                    with Alarm(timeout):
+                        timed = prepare()
+                except BaseException as exc:
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
+                    raise failure("setup", exc) from exc
+            if handshake is not None:
+                handshake.wait()
+            if swap is not None:  # after the go: both sides of a sduet cross a period together
+                swap.place()
+            if not warmup and begin is None:
+                begin = clock()
+            start = time.time_ns()
+            before = cpu_clock.read()
             try:
                 with Alarm(timeout):
-                    timed = prepare()
+                    elapsed = time_sample(timed, evaluations, clock, disable_gc)
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                raise failure("setup", exc) from exc
-        if handshake is not None:
-            handshake.wait()
-        if swap is not None:  # after the go: both sides of a sduet cross a period together
-            swap.place()
-        if not warmup and begin is None:
-            begin = clock()
-        start = time.time_ns()
-        before = cpu_clock.read()
-        try:
-            with Alarm(timeout):
-                elapsed = time_sample(timed, evaluations, clock, disable_gc)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            raise failure("sample", exc) from exc
-        spent = cpu_clock.spent(before, cpu_clock.read())
-        samples.row("warmup" if warmup else "sample", start, elapsed, evaluations, spent=spent)
-        if warmup:
-            warmed += 1
-        else:
-            measured += 1
+                raise failure("sample", exc) from exc
+            spent = cpu_clock.spent(before, cpu_clock.read())
+            samples.row("warmup" if warmup else "sample", start, elapsed, evaluations, spent=spent)
+            if warmup:
+                warmed += 1
+            else:
+                measured += 1
+    finally:
+        cpu_clock.close()
 
 
 def sample_callable(

@@ -15,6 +15,7 @@ import math
 import re
 from typing import Any
 
+from ..schema import Verdict
 from ..text import visible
 
 #: Markdown punctuation that can start emphasis, code, links, images, headings' closing
@@ -177,9 +178,9 @@ def verdict_text(verdict: Any, within: Any = None, threshold: Any = None) -> str
     largest distance from 0 (equal within X %, or cannot tell when X is large),
     ``equivalent (+-T %)`` with the threshold it is equivalent within; others as they are."""
     v, w, t = str(verdict), num(within), num(threshold)
-    if v == "no change detected" and w is not None:
+    if v == Verdict.NO_CHANGE and w is not None:
         return f"{v} (±{w * 100:.1f} %)"
-    if v == "equivalent" and t:
+    if v == Verdict.EQUIVALENT and t:
         return f"{v} (±{t * 100:g} %)"
     return v
 

@@ -17,6 +17,7 @@ import pandas as pd
 from .._version import __version__
 from ..analysis.evaluate import TABLE_COLUMNS, TABLES, Evaluation
 from ..dataset import Dataset
+from ..schema import Verdict
 from ..verdicts import VerdictTable
 from .formatting import num
 from .notes import WARNINGS, warnings_by_row
@@ -104,14 +105,16 @@ def compare_doc(verdicts: VerdictTable) -> dict[str, Any]:
         "settings": opts.settings(),
         "rows": out_rows,
         "summary": {
-            "slower": words.count("slower"),
-            "faster": words.count("faster"),
-            "no_change": words.count("no change detected"),
-            "equivalent": words.count("equivalent"),
-            "inconclusive": words.count("inconclusive"),
+            Verdict.SLOWER.value: words.count(Verdict.SLOWER),
+            Verdict.FASTER.value: words.count(Verdict.FASTER),
+            "no_change": words.count(Verdict.NO_CHANGE),
+            Verdict.EQUIVALENT.value: words.count(Verdict.EQUIVALENT),
+            Verdict.INCONCLUSIVE.value: words.count(Verdict.INCONCLUSIVE),
             # neither slower nor faster, and measured (earlier releases' `same`)
-            "same": sum(w not in ("slower", "faster", "no data") for w in words),
-            "no_data": words.count("no data"),
+            Verdict.SAME.value: sum(
+                w not in (Verdict.SLOWER, Verdict.FASTER, Verdict.NO_DATA) for w in words
+            ),
+            "no_data": words.count(Verdict.NO_DATA),
         },
         "problems": list(dataset.problems),
         "excluded": excluded(dataset, rows),

@@ -8,12 +8,13 @@ import shlex
 
 from .._version import __version__
 from ..analysis.evaluate import Evaluation
+from ..schema import Verdict
 from ..verdicts import VerdictTable
 from . import evaluation_tables as et
 from .formatting import md_cell, md_code, md_heading, md_text, verdict_word
 from .tables import Note, Table, verdict_table
 
-VERDICT_ICONS = {"slower": "🔴 ", "faster": "🟢 "}
+VERDICT_ICONS = {Verdict.SLOWER: "🔴 ", Verdict.FASTER: "🟢 "}
 
 
 def table_lines(table: Table) -> list[str]:

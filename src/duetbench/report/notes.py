@@ -161,6 +161,29 @@ def row_warnings(
                 "benchmark a `sync_command` (docs/sync.md)",
             )
         )
+    out.extend(_other_work_warnings(name, r, flags))
+    if flags is not None and flags.same_cpus:
+        a, b = flags.same_cpus
+        out.append(
+            (
+                "same_cpus",
+                f"{name}: in all {flags.runs} runs A ran on CPU {a} and B on CPU {b} (placement "
+                "shared, the scheduler's choice), so a difference between those two CPUs "
+                "cannot be told apart from one between A and B -- virtual CPUs can differ by "
+                'tens of percent for seconds at a time (docs/performance.md, "Unequal '
+                'virtual CPUs"); with `cpus: pinned` each side gets each CPU in half the '
+                "runs (docs/statistics.md, section Notes)",
+            )
+        )
+    return out
+
+
+def _other_work_warnings(
+    name: str, r: Mapping[str, Any], flags: RunFlags | None
+) -> list[tuple[str, str]]:
+    """The warnings of one row about other work on the host: CPU time compared instead of
+    wall time, the load beside the runs, the unbalanced runs left out."""
+    out: list[tuple[str, str]] = []
     by_cpu = r.get("measure") == "cpu"
     corrected = int(r.get("runs_corrected") or 0)
     if by_cpu and r.get("measure_reason") == "other-work":
@@ -212,19 +235,6 @@ def row_warnings(
     left_out = int(r.get("runs_unbalanced") or 0) if "runs_unbalanced" in r else None
     if flags is not None and flags.unbalanced and (left_out is None or left_out > 0):
         out.append(("unbalanced", _unbalanced_sentence(name, flags, r)))
-    if flags is not None and flags.same_cpus:
-        a, b = flags.same_cpus
-        out.append(
-            (
-                "same_cpus",
-                f"{name}: in all {flags.runs} runs A ran on CPU {a} and B on CPU {b} (placement "
-                "shared, the scheduler's choice), so a difference between those two CPUs "
-                "cannot be told apart from one between A and B -- virtual CPUs can differ by "
-                'tens of percent for seconds at a time (docs/performance.md, "Unequal '
-                'virtual CPUs"); with `cpus: pinned` each side gets each CPU in half the '
-                "runs (docs/statistics.md, section Notes)",
-            )
-        )
     return out
 
 

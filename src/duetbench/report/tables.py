@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..options import CompareOptions
+from ..schema import Verdict
 from . import formatting as fmt
 from .notes import summary_notes, verdict_notes
 
@@ -243,7 +244,9 @@ def verdict_table(verdicts: VerdictTable) -> Table:
         caption = adaptive_caption(opts)
         for r in rows.to_dict("records"):
             text = str(r.get("explanation") or "")
-            if text and (r.get("verdict") == "inconclusive" or text.startswith("method auto")):
+            if text and (
+                r.get("verdict") == Verdict.INCONCLUSIVE or text.startswith("method auto")
+            ):
                 note = Note("note", f"{r['benchmark']} {r['method']}: {r['explanation']}")
                 notes.append(note)
                 details.append(note)

@@ -10,20 +10,21 @@ from rich.table import Table as RichTable
 
 from ..analysis.evaluate import Evaluation
 from ..dataset import Dataset
+from ..schema import Verdict
 from ..text import visible
 from . import evaluation_tables as et
 from .formatting import rich_text, verdict_word
 from .tables import Note, Table, dataset_notes
 
 VERDICT_STYLE = {
-    "slower": "bold red",
-    "faster": "bold green",
-    "no change detected": "white",
-    "equivalent": "white",
-    "inconclusive": "yellow",
-    "no data": "yellow",
-    "same": "white",  # results of earlier releases (a history repository keeps them)
-    "same (below threshold)": "dim",
+    Verdict.SLOWER: "bold red",
+    Verdict.FASTER: "bold green",
+    Verdict.NO_CHANGE: "white",
+    Verdict.EQUIVALENT: "white",
+    Verdict.INCONCLUSIVE: "yellow",
+    Verdict.NO_DATA: "yellow",
+    Verdict.SAME: "white",  # results of earlier releases (a history repository keeps them)
+    Verdict.BELOW_THRESHOLD: "dim",
 }
 HEALTH_STYLE = {"ok": "green", "flagged": "bold red", "excluded": "dim", "quarantined": "red"}
 #: how each kind of note starts (rich markup), and how it ends

@@ -10,20 +10,21 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from ...schema import Verdict
 from ...text import visible
 from ..formatting import verdict_word
 from ..tables import Table
 from .plots import PLOT_CONFIG, TEMPLATE
 
 VERDICT_CLASS = {
-    "slower": "v-slower",
-    "faster": "v-faster",
-    "no change detected": "v-same",
-    "equivalent": "v-same",
-    "inconclusive": "v-nodata",
-    "no data": "v-nodata",
-    "same": "v-same",  # results of earlier releases
-    "same (below threshold)": "v-same",
+    Verdict.SLOWER: "v-slower",
+    Verdict.FASTER: "v-faster",
+    Verdict.NO_CHANGE: "v-same",
+    Verdict.EQUIVALENT: "v-same",
+    Verdict.INCONCLUSIVE: "v-nodata",
+    Verdict.NO_DATA: "v-nodata",
+    Verdict.SAME: "v-same",  # results of earlier releases
+    Verdict.BELOW_THRESHOLD: "v-same",
 }
 
 
