@@ -6,6 +6,7 @@ container checks, hand-built iterations tables and run records.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -396,4 +397,16 @@ def placed(data: dict[str, Any]) -> dict[str, Any]:
         sides[name] = {k: v for k, v in side.items() if k not in dropped}
     if "sides" in out:
         out["sides"] = sides
+    return out
+
+
+def docstring_ids(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of a module, its classes and functions (words
+    in prose are not code: the layering and verdict-word checks skip them)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
     return out

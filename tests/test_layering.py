@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
+from tests.helpers import docstring_ids
 
 import duetbench
 
@@ -133,6 +134,16 @@ def _under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def from_target(here: str, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` in package ``here`` reads from, relative levels
+    resolved."""
+    if not node.level:
+        return node.module or ""
+    base = here.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports(
     name: str, tree: ast.Module, is_package: bool, known: Iterable[str]
 ) -> list[tuple[str, int]]:
@@ -148,12 +159,7 @@ def imports(
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = from_target(here, node)
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 found.append((sub if sub in known else target, node.lineno))
@@ -233,12 +239,7 @@ def private_imports(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]
         for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            if node.level:
-                base = here.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = from_target(here, node)
             if not _under(target, PKG):
                 continue
             for alias in node.names:
@@ -343,21 +344,11 @@ IN_PYTEST = (
     "pytest_plugin/side.py",
     "pytest_plugin/fixture.py",
     "pytest_plugin/compat.py",
+    "pytest_plugin/design.py",  # a run's samples at its pace: pure arithmetic
 )
 
 #: The package that alone reads /proc about processes (docs/architecture.md).
 PROCESS_PACKAGE = f"{PKG}.proctools"
-
-
-def _docstrings(tree: ast.Module) -> set[int]:
-    """ids of the docstring constants of the module, its classes and functions."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                out.add(id(body[0].value))
-    return out
 
 
 def _reads_process_proc(node: ast.AST) -> bool:
@@ -386,7 +377,7 @@ def proc_readers(modules: Mapping[str, tuple[ast.Module, bool]]) -> list[str]:
     for name, (tree, _) in modules.items():
         if _under(name, PROCESS_PACKAGE) or name in standalone:
             continue
-        docs = _docstrings(tree)
+        docs = docstring_ids(tree)
         for node in ast.walk(tree):
             if id(node) not in docs and _reads_process_proc(node):
                 found.append(f"{name}:{node.lineno} reads /proc (use {PROCESS_PACKAGE}.procfs)")

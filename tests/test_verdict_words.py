@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.helpers import docstring_ids
+
 import duetbench
 from duetbench.schema import VERDICTS
 
@@ -16,22 +18,11 @@ SRC = Path(duetbench.__file__).parent
 DEFINED_IN = "schema.py"
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    """The ids of the docstring nodes of ``tree`` (words in prose are not literals)."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                found.add(id(body[0].value))
-    return found
-
-
 def verdict_literals(rel: str, text: str) -> list[str]:
     """Every string literal of ``text`` that is a verdict word, but docstrings and a
     column read by name (``table["slower"]``: a column of counts named by the word)."""
     tree = ast.parse(text)
-    skip = _docstrings(tree)
+    skip = docstring_ids(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
             skip.add(id(node.slice))
