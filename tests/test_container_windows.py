@@ -161,7 +161,9 @@ def test_a_sduet_side_spinning_at_the_handshake_is_credited_its_iterations_only(
     for run_id, run in _runs(root).items():
         a, b = run["sides"]["A"]["window"], run["sides"]["B"]["window"]
         print(run_id, "A", a, "\n   B", b)
-        assert a["wait_s"] > 0.3 * ((a["end_ns"] - a["start_ns"]) / 1e9)  # A waited...
+        # A waited (about 2/3 of the run on a quiet host; less where other work slowed
+        # A's iterations more than B's: 27 % once on a host at load 3)...
+        assert a["wait_s"] > 0.15 * ((a["end_ns"] - a["start_ns"]) / 1e9)
         assert a["wait_cpu_s"] > 0.2 * a["wait_s"]  # ...spinning (on its share of a CPU)
         assert a["cpu_s"] / b["cpu_s"] > 0.6  # over the run: A spun where B worked
         assert 2.2 < b["iterations_cpu_s"] / a["iterations_cpu_s"] < 3.8

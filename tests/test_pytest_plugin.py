@@ -351,7 +351,7 @@ def test_runs_slower_than_planned_keep_their_pace_with_fewer_samples(tmp_path: P
     out = tmp_path / "results"
     done = pytest_run(
         root, "test_slow.py", "-p", "no:cacheprovider", "--duet-a", "a", "--duet-b", "b",
-        "--duet-runs", "3", "--duet-budget", "30s", "--duet-output", str(out),
+        "--duet-runs", "3", "--duet-budget", "60s", "--duet-output", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "of the planned samples, to keep the pace" in done.stdout, done.stdout
