@@ -159,9 +159,16 @@ def test_thirty_versions_two_injected_slowdowns_found_exactly(tmp_path: Path) ->
     assert r.returncode == 0, r.stderr
     changes = json.loads(r.stdout)["changes"]
     found = {c["first_bad"]: c for c in changes}
-    assert set(found) == {f"v{n}" for n in SLOW}, [
-        (c["first_bad"], c["change"], c["evidence"]) for c in changes
-    ]
+    if set(found) != {f"v{n}" for n in SLOW}:  # say what the missed steps' experiments read
+        missed = [n for n in SLOW if f"v{n}" not in found]
+        read = {
+            n: run_duet("compare", str(results / f"v{n - 1}-v{n}"), "--format", "json").stdout
+            for n in missed
+        }
+        raise AssertionError(
+            f"changes {[(c['first_bad'], c['change'], c['evidence']) for c in changes]}; "
+            f"the missed steps' own verdicts: {read}"
+        )
     for n, size in SLOW.items():
         c = found[f"v{n}"]
         assert c["last_good"] == f"v{n - 1}" and c["source"] == "paired"
