@@ -1,4 +1,4 @@
-"""Container duet study (issue 36): do duets in containers answer as local duets do?
+"""Container duet study: do duets in containers answer as local duets do?
 
 Podman, a busybox image holding a stand-in for a Renaissance harness
 (benchmarks/container_standin.c: repetitions of a fixed integer loop of ~22 ms, results

@@ -8,8 +8,8 @@ order: independent normal (rho 0) or AR(1) with lag-1 autocorrelation rho (0.3, 
 the marginal sd the same. Each row measures the rules as they are now (the guards of
 adaptive/guards.py: docs/adaptive.md, "Assumptions, and how they are checked") beside
 the same rules without them ("before": ``first_stops(..., guards=False)``), on the
-same sequences. (Written for the serial check of issue 26; the guards that replaced
-it are measured in benchmarks/guard_cost_study.py.)
+same sequences. (Written for the earlier yes/no serial check; the guards that
+replaced it are measured in benchmarks/guard_cost_study.py.)
 
 - A/A false alarms of `--until decided` (threshold 0: a verdict slower/faster with no
   change), and of them the share whose stop carries the note (the explanation says the

@@ -1,10 +1,11 @@
-"""Container sides measured over their iterations' own window (issue 36,
-execute/container_cpu.py, docs/containers.md "CPU time").
+"""Container sides measured over their iterations' own window (execute/container_cpu.py,
+docs/containers.md "CPU time").
 
-Each cause of the issue's wrong answers, with hand-built samples of known truth: a
-container's CPU time counted the harness's start-up and the `exec`s around it, the end of
-a side's window was its `exec`'s end, the engine's own processes beside the run were
-other work, and a sduet side spinning for its go spent CPU time that is no iteration's.
+Each cause of the wrong answers container duets gave before, with hand-built samples of
+known truth: a container's CPU time counted the harness's start-up and the `exec`s
+around it, the end of a side's window was its `exec`'s end, the engine's own processes
+beside the run were other work, and a sduet side spinning for its go spent CPU time that
+is no iteration's.
 """
 
 from __future__ import annotations

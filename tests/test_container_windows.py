@@ -1,4 +1,4 @@
-"""Container duets measured over what their harness measured (issue 36; docs/containers.md,
+"""Container duets measured over what their harness measured (docs/containers.md,
 "CPU time"), with podman and the busybox test image.
 
 Known answers that do not depend on the load: a busy loop's CPU time is its work,

@@ -195,3 +195,22 @@ def test_a_a_beside_other_work_says_no_change() -> None:
     row = one(df)
     assert row["measure"] == "cpu" and row["verdict"] == "no change detected", row
     assert abs(row["change"]) < 0.005
+
+
+def test_a_duet_in_containers_is_compared_by_its_cpu_time_on_a_quiet_host_too() -> None:
+    """A container's CPU share measured over its iterations' window (``cpu_window_ns``):
+    on a quiet host too, its wall time moves with the engine's processes and the host's
+    other tenants where its CPU time does not (docs/containers.md, "CPU time"). Here the
+    wall time carries unequal shares that no other work explains -- the engine, say."""
+    df = table(other=0.02, per_run_only=True)
+    df["cpu_window_ns"] = (df["proc_end_ns"] - df["proc_start_ns"]).astype(float)
+    row = one(df)
+    assert row["measure"] == "cpu" and row["measure_reason"] == "container"
+    assert abs(row["change"] - (TRUE_RATIO - 1)) < 0.01
+    assert abs(one(df, measure="wall")["change"] - (TRUE_RATIO - 1)) > 0.05  # wall is off
+    # a container side that mostly sleeps keeps its wall time, as a local one does
+    sleepy = table(other=0.02, per_run_only=True, waits=3.0, shares=(1.0, 1.0))
+    sleepy["cpu_window_ns"] = (sleepy["proc_end_ns"] - sleepy["proc_start_ns"]).astype(float)
+    assert one(sleepy)["measure"] == "wall"
+    # local runs (no window) on the same quiet host: wall time, as before
+    assert one(table(other=0.02, shares=(1.0, 1.0)))["measure_reason"] == "quiet"

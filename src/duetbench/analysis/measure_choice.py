@@ -20,8 +20,9 @@ handshake between its iterations is not: CPU time would hide exactly what it wai
 CPU beside other work -- ``unbalanced`` -- are left out unless ``keep_unbalanced``);
 ``cpu`` compares CPU times wherever the table has them; ``auto`` (the default) compares
 CPU times in a group (a benchmark x method) when any of its runs had other work beside
-it and both sides are CPU-bound, and wall times otherwise -- so a quiet host is
-measured exactly as before. The choice is made per group, and the verdict table says
+it, or when it is a duet in containers (its CPU time measured within the iterations'
+window), and both sides are CPU-bound; wall times otherwise -- so local runs on a quiet
+host are measured exactly as before. The choice is made per group, and the verdict table says
 which (column ``measure``) and why (``measure_reason``).
 
 What CPU time does not see: interference through memory bandwidth, caches or the CPU's
@@ -62,6 +63,8 @@ REASONS = {
     "asked": "asked for",
     "quiet": "no other work beside the runs",
     "other-work": "beside other work; both sides CPU-bound",
+    "container": "a duet in containers, both sides CPU-bound: their CPU time within the "
+    "iterations (docs/containers.md, CPU time)",
     "no-cpu-time": "no CPU time measured (older results, or a run the harness did not place in time)",
     "not-cpu-bound": "a side was not CPU-bound (it waited or slept)",
     "cpu-bound-unknown": "no run delay measured: whether the sides were CPU-bound is unknown",
@@ -176,6 +179,8 @@ def choose(it: Iterations, gcode_u: np.ndarray, ng: int, opts: CompareOptions) -
             "parallel": parallel,
             "waited": waited,
             "other": _aux(it, "other_cpus"),
+            # a CPU share measured over the iterations' window: a duet in containers
+            "contained": ~np.isnan(_aux(it, "cpu_window_ns")),
         }
     )
     by_side = frame.groupby(["g", "side"], sort=True)
@@ -200,6 +205,12 @@ def choose(it: Iterations, gcode_u: np.ndarray, ng: int, opts: CompareOptions) -
     )
     if unbalanced.any():
         loaded |= np.bincount(g[unbalanced], minlength=ng) > 0
+    # a container's wall time moves with its engine's processes and the host's other
+    # tenants where its cgroup's CPU time does not: CPU time wherever it describes the
+    # iterations (docs/containers.md, "CPU time")
+    contained = by_group["contained"].all().reindex(range(ng)).fillna(False)
+    contained = contained.to_numpy(dtype=bool)
+    watched = loaded | contained
 
     measure = np.full(ng, "wall", dtype=object)
     reason = np.full(ng, "asked", dtype=object)
@@ -212,15 +223,16 @@ def choose(it: Iterations, gcode_u: np.ndarray, ng: int, opts: CompareOptions) -
             bound = busy_min >= BUSY_MIN
             serial = ~(par_max > PARALLEL_MAX)
         reason[:] = "quiet"
-        reason[loaded & ~has_cpu] = "no-cpu-time"
-        reason[loaded & unfilled] = "not-filled"
-        todo = loaded & has_cpu
+        reason[watched & ~has_cpu] = "no-cpu-time"
+        reason[watched & unfilled] = "not-filled"
+        todo = watched & has_cpu
         reason[todo & np.isnan(busy_min)] = "cpu-bound-unknown"
         reason[todo & ~np.isnan(busy_min) & ~bound] = "not-cpu-bound"
         reason[todo & bound & ~serial] = "parallel"
         ok = todo & bound & serial
         measure[ok] = "cpu"
-        reason[ok] = "other-work"
+        reason[ok & loaded] = "other-work"
+        reason[ok & ~loaded] = "container"
 
     is_cpu = measure == "cpu"
     per_it = frame.groupby("g", sort=True)["per_iteration"].agg(["any", "all"]).reindex(range(ng))
