@@ -6,7 +6,9 @@ A git repository holds a small C program whose loop bound (its work constant) ev
 commit changes: by a few hundredths of a percent (far below anything measurable), and
 by +20 % at two known versions (+12 % was missed once under heavy load: the detection
 widens a step's standard error by the spread of its neighbours, which load inflates). Each experiment runs v(n-1) as A against v(n) as B as
-an aduet (both at once on this machine), a few runs of a few iterations, and is added
+an aduet (both at once on this machine), six runs of a few iterations (with four, a CI
+machine running other tests beside it left two out as unbalanced and the detection
+missed the step: 2 of 5 CI runs), and is added
 with `duet run --repo` or `duet history add`, both with `--git`, so the repository
 knows each version's commit and date.
 
@@ -68,7 +70,7 @@ CONFIG = """\
 experiment:
   name: {name}
   seed: {seed}
-  repetitions: {{aduet: 4}}
+  repetitions: {{aduet: 6}}
   timeout: 120s
 defaults:
   harness: generic
