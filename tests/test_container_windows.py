@@ -166,7 +166,10 @@ def test_a_sduet_side_spinning_at_the_handshake_is_credited_its_iterations_only(
         assert a["wait_s"] > 0.15 * ((a["end_ns"] - a["start_ns"]) / 1e9)
         assert a["wait_cpu_s"] > 0.2 * a["wait_s"]  # ...spinning (on its share of a CPU)
         assert a["cpu_s"] / b["cpu_s"] > 0.6  # over the run: A spun where B worked
-        assert 2.2 < b["iterations_cpu_s"] / a["iterations_cpu_s"] < 3.8
+        # 3x per run, within what a cgroup's tick-late CPU time allows on A's 12
+        # iterations of about 5 ms (a tick is 4 ms): 4.07 once in a CI run beside other
+        # tests; the runs together are checked to 2.6-3.4x below
+        assert 2.0 < b["iterations_cpu_s"] / a["iterations_cpu_s"] < 4.5
     (row,) = compare(process(root).table, measure="cpu").to_dict("records")
     print(row["change"], row["measure_source"])
     assert row["measure"] == "cpu" and row["measure_source"] == "run"
