@@ -410,3 +410,13 @@ def docstring_ids(tree: ast.AST) -> set[int]:
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 out.add(id(body[0].value))
     return out
+
+
+#: the smallest experiment that runs: two aduet runs of `true` (the CLI tests' config)
+TINY = """experiment:
+  name: tiny
+  repetitions: {aduet: 2}
+  default_artifacts: false
+benchmarks:
+  b: {command: 'true', iterations: 3}
+"""

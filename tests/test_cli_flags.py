@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers import TINY
 
 from duetbench import cli
 from duetbench.cli import build_parser
@@ -182,13 +183,6 @@ def test_plan_help_describes_every_argument(capsys: pytest.CaptureFixture[str]) 
         assert words in text, text
 
 
-TINY = """experiment:
-  name: tiny
-  repetitions: {aduet: 2}
-  default_artifacts: false
-benchmarks:
-  b: {command: 'true', iterations: 3}
-"""
 BISECT = ["bisect", "--good", "c0", "--bad", "c1"]
 
 

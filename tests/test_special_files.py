@@ -14,18 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.helpers import run_duet
+from tests.helpers import TINY, run_duet
 
 from duetbench.files import FileRefused, read_bytes
 from duetbench.history import HistoryError, Repository
 
-TINY = """experiment:
-  name: tiny
-  repetitions: {aduet: 2}
-  default_artifacts: false
-benchmarks:
-  b: {command: 'true', iterations: 3}
-"""
 DEADLINE_S = 120  # only catches a hang
 
 
