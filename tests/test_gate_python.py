@@ -90,7 +90,7 @@ def test_a_python_benchmark_gate_runs_each_tree_and_says_slower(tmp_path: Path) 
     out = tmp_path / "results"
     build = f"{sys.executable} -m venv --without-pip .venv"
     p = duet(repo, "gate", "--base", "c0", "--head", "c1", "--build", build, "duet.yml",
-             "-o", out, "--max-runs", "8", "--threshold", "10%")  # fmt: skip
+             "-o", out, "--max-runs", "16", "--threshold", "10%")  # fmt: skip
     assert p.returncode == 1, p.stdout + p.stderr
     assert "REGRESSION" in p.stdout and "slower" in p.stdout
     # each side ran its own tree's venv with its own tree first on sys.path

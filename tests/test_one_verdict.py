@@ -164,7 +164,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (base / "bench_mod.py").write_text(MICRO)
     micro = run_duet(
         "micro", "--a", "bench_mod:fa", "--b", "bench_mod:fb", "--method", "seqn",
-        "--method", "inproc", "--runs", "3", "--samples", "40", "--name", "micro",
+        "--method", "inproc", "--runs", "8", "--samples", "40", "--name", "micro",
         "-o", str(out), "--format", "json", cwd=base, timeout=900,
     )  # fmt: skip
     assert micro.returncode == 0, micro.stderr
