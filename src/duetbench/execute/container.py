@@ -51,6 +51,7 @@ from ..hosts import run_artifacts
 from ..plan import RunSpec, SideSpec
 from ..proctools.procfs import start_time
 from ..schema import USABLE_STATUSES, RunStatus, SideStatus
+from ..sync.protocol import ENV_WAIT
 from .container_cleanup import ContainerGuard, Owner, labels, reap_dead_owners
 from .container_cpu import ContainerCpu, CpuSampler, with_windows
 from .container_engine import (
@@ -89,6 +90,12 @@ HANDSHAKE_IN = f"{MOUNT_DIR}/micro/handshake.py"
 
 _NAME_BAD = re.compile(r"[^a-zA-Z0-9_.-]+")
 _NOT_FOUND = ("no such file", "could not be found", "not found")
+
+
+#: harnesses that read their own CPU clock around every iteration or sample (the built-in
+#: one in the container with shell builtins, whose handshake helper always blocks; duet
+#: micro's worker): their sduet sides keep the default spinning wait
+OWN_CPU_CLOCK = ("command", "python", "micro")
 
 
 @dataclass
@@ -386,6 +393,11 @@ class ContainerExecutor(ContainerCpu, LocalExecutor):
                 env[key] = os.path.abspath(env[key])
         env["DUET_SYNC_SH"] = SYNC_SH_IN
         env.pop("DUET_CPU_SWAP", None)  # a pinned container's cpuset holds its own CPU only
+        if spec.method == "sduet" and spec.harness not in OWN_CPU_CLOCK:
+            # its CPU time is the group's, read at every handshake: a side spinning for its
+            # go is read up to a scheduler tick late, an asleep one exactly
+            # (docs/containers.md, "CPU time"); the config's `env:` may still ask for spin
+            env.setdefault(ENV_WAIT, "block")
         d["env"] = env
         prefix = st.engine("exec")
         for k, v in env.items():
