@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ExitCode
-from . import SUMMARY
 from ._flags import refuse_unused
-from ._options import add_compare_options, add_source_command, compare_options, with_recorded
+from ._options import add_compare_options, add_source_arguments, compare_options, with_recorded
+
+DESCRIPTION = "Compare B against A per benchmark and method."
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = add_source_command(
-        sub,
-        "compare",
-        help=SUMMARY["compare"],
-        description="Compare B against A per benchmark and method.",
+def register(p: argparse.ArgumentParser) -> None:
+    add_source_arguments(
+        p,
         formats=("table", "json", "markdown"),
         output="write JSON/Markdown here instead of stdout",
     )

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import SUMMARY
 from ._flags import (
     EXECUTORS,
     add_format_flag,
@@ -17,15 +16,14 @@ from ._flags import (
     split_only,
 )
 
+DESCRIPTION = (
+    "Print every run `duet run` would execute, in order, with each run's "
+    "sides, AB/BA order and CPUs, without running anything; with --precision or "
+    "--detect, predict the runs and machine time a goal needs from earlier results."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan",
-        help=SUMMARY["plan"],
-        description="Print every run `duet run` would execute, in order, with each run's "
-        "sides, AB/BA order and CPUs, without running anything; with --precision or "
-        "--detect, predict the runs and machine time a goal needs from earlier results.",
-    )
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", type=Path, help="the duet.yml")
     p.add_argument(
         "--only",

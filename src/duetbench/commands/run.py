@@ -7,22 +7,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from . import SUMMARY
 from ._flags import EXECUTORS, add_run_repo_flags, last_experiments, refuse_unused, split_only
 
 if TYPE_CHECKING:
     from ..history import Version
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help=SUMMARY["run"],
-        description="Run an experiment: every planned run of every benchmark and method.",
-        epilog="exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
-        "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
-        "continues)",
-    )
+DESCRIPTION = "Run an experiment: every planned run of every benchmark and method."
+EPILOG = (
+    "exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
+    "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
+    "continues)"
+)
+
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", type=Path, help="the duet.yml")
     p.add_argument(
         "-o",
