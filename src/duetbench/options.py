@@ -424,8 +424,8 @@ SHARED_FLAGS: dict[str, dict[str, Any]] = {
         "metavar": "OUTPUT",
         "type": Path,
         "default": Path("results"),
-        "help": "parent directory of the results (default: results/): the experiment's "
-        "directory goes in it",
+        "help": "parent directory of the results (default: results/); the experiment goes "
+        "to OUTPUT/<experiment name>",
     },
     "format": {
         "choices": ("table", "json", "markdown"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ExitCode
+from ..options import shared_flag
 from ._flags import refuse_unused
 from ._options import add_compare_options, add_source_arguments, compare_options, with_recorded
 
@@ -17,9 +18,7 @@ def register(p: argparse.ArgumentParser) -> None:
         formats=("table", "json", "markdown"),
         output="write JSON/Markdown here instead of stdout",
     )
-    p.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
-    )
+    p.add_argument("--fail-on-regression", **shared_flag("fail-on-regression"))  # as micro's
     p.add_argument(
         "-v",
         "--verbose",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ._flags import (
-    EXECUTORS,
+    add_config_flags,
     add_format_flag,
     add_last_flag,
     add_repo_flag,
@@ -24,18 +24,7 @@ DESCRIPTION = (
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", type=Path, help="the duet.yml")
-    p.add_argument(
-        "--only",
-        action="append",
-        metavar="BENCH",
-        help="only this benchmark's runs (repeatable; default: every benchmark)",
-    )
-    p.add_argument(
-        "--executor",
-        choices=list(EXECUTORS),
-        help="where the sides would run (default: the config's executor, else local)",
-    )
+    add_config_flags(p)
     add_format_flag(p, ("table", "json"))
     p.add_argument(
         "--no-cpu-check",

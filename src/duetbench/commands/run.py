@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from ._flags import EXECUTORS, add_run_repo_flags, last_experiments, refuse_unused, split_only
+from ..options import shared_flag
+from ._flags import (
+    add_config_flags,
+    add_run_repo_flags,
+    last_experiments,
+    refuse_unused,
+    split_only,
+)
 
 if TYPE_CHECKING:
     from ..history import Version
@@ -22,24 +29,10 @@ EPILOG = (
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", type=Path, help="the duet.yml")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=Path("results"),
-        help="parent directory of the results (default: results/); the experiment goes to OUTPUT/<name>",
-    )
+    add_config_flags(p)
+    p.add_argument("-o", "--output", **shared_flag("output"))  # as duet micro's
     p.add_argument(
         "--resume", action="store_true", help="continue an interrupted experiment in OUTPUT/<name>"
-    )
-    p.add_argument(
-        "--only", action="append", metavar="BENCH", help="run only this benchmark (repeatable)"
-    )
-    p.add_argument(
-        "--executor",
-        choices=list(EXECUTORS),
-        help="where the sides run (default: the config's executor, else local)",
     )
     p.add_argument(
         "--cluster",
