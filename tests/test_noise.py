@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from tests.helpers import HANG_S, SETUP_HINT, require_tool
 
-from duetbench.commands.noise import register
+from duetbench.commands import add_command
 from duetbench.errors import DuetError
 from duetbench.noise import NoisyNeighbour, patterns
 
@@ -177,7 +177,7 @@ def test_bad_arguments_are_user_errors() -> None:
 
 def test_print_schedule_cli() -> None:
     parser = argparse.ArgumentParser(prog="duet")
-    register(parser.add_subparsers())
+    add_command(parser.add_subparsers(), "noise")
     args = parser.parse_args(
         ["noise", "--pattern", "mixed", "--seed", "5", "--duration", "20", "--print-schedule"]
     )
@@ -322,9 +322,9 @@ def test_parent_signal_stops_neighbour(sig: int, rc: int) -> None:
 def test_cli_runs_until_signal_and_cleans_up(sig: int) -> None:
     code = """
         import argparse, sys
-        from duetbench.commands.noise import register
+        from duetbench.commands import add_command
         p = argparse.ArgumentParser(prog="duet")
-        register(p.add_subparsers())
+        add_command(p.add_subparsers(), "noise")
         a = p.parse_args(["noise", "--pattern", "cpu", "--seed", "4", "--intensity", "0.2",
                           "--cpus", "0", "--on", "600:600"])
         sys.exit(a.func(a))

@@ -311,6 +311,21 @@ def test_the_fixture_api_misuse_and_the_command_line_of_a_side(tmp_path: Path) -
     assert short_name("tests/b/test_p.py::TestX::test_y[10-a]") == "test_p.TestX.test_y[10-a]"
 
 
+def test_the_flags_shared_with_duet_micro_parse_alike(pytestconfig: pytest.Config) -> None:
+    """Each flag of options.SHARED_FLAGS: the plugin's --duet-NAME and duet micro's --NAME
+    default alike, and a side's command line drops the ones that take no value alone."""
+    from duetbench.cli import build_parser
+    from duetbench.options import SHARED_FLAGS
+
+    micro = build_parser(["micro"]).parse_args(["micro", "mod:fn"])
+    for name, kw in SHARED_FLAGS.items():
+        dest = kw.get("dest", name.replace("-", "_"))
+        assert pytestconfig.getoption(f"duet_{dest}") == getattr(micro, dest), name
+    assert side_args(
+        ["--duet-keep-gc", "--duet-no-cpu-swap", "--duet-seed", "3", "--duet-format=json", "t"]
+    ) == ["t"]
+
+
 def test_pytest_benchmark_s_options_work_without_it(tmp_path: Path) -> None:
     """A project's addopts with pytest-benchmark's options, pytest-benchmark absent (here:
     blocked): they parse, and a single side honours the ones that choose what runs."""

@@ -13,7 +13,6 @@ in runs: worktrees, workers, temporary files.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import re
 import signal
@@ -23,7 +22,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from ._version import __version__
-from .commands import COMMANDS, SUMMARY
+from .commands import COMMANDS, SUMMARY, add_command
 from .errors import DuetError, ExitCode
 from .text import visible
 
@@ -61,10 +60,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         if commands is not None and name not in commands:
             sub.add_parser(name, help=SUMMARY[name])
             continue
-        # an ImportError here is a bug in duetbench: it propagates, no command is dropped
-        module = importlib.import_module(f"{__package__}.commands.{name}")
-        module.register(sub)
-        sub.choices[name].set_defaults(func=module.run)
+        add_command(sub, name)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""Typed, validated options of `duet compare`, `duet evaluate` and `duet report`.
+"""Typed, validated options of `duet compare`, `duet evaluate` and `duet report`, and
+the flags `duet micro` and the pytest plugin share (:data:`SHARED_FLAGS`).
 
 Every option of the analysis commands lives here once: its default, its allowed
 values and the check that turns a value into a valid one (:meth:`CompareOptions.create`
@@ -17,6 +18,7 @@ import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from .errors import OptionError
@@ -374,3 +376,79 @@ class ReportOptions:
             if not _is_int(v) or int(v) < 0:
                 raise OptionError(name, "must be an integer >= 0", v)
         return self
+
+
+# ---------------------------------------------------------------------- shared flags
+
+
+def threshold_help(*, recorded: bool = False) -> str:
+    """The help of ``--threshold`` wherever verdicts are given (docs/statistics.md);
+    ``recorded``: of a results directory, whose config's `threshold:` is the default."""
+    return (
+        "practical threshold, from 0%% to below 100%%, e.g. 1%% (default "
+        + ("the config's `threshold:`, else " if recorded else "")
+        + f"{CompareOptions.threshold:g}): an interval inside +-threshold is `equivalent`, "
+        "one reaching beyond it but not wholly beyond is `inconclusive`, never `slower`"
+    )
+
+
+#: The flags `duet micro` (``--NAME``) and the pytest plugin (``--duet-NAME``) share,
+#: declared once (docs/micro.md, docs/pytest.md): NAME -> argparse keywords, help
+#: included. Not here: --method (the plugin has no ``inproc``: each side is its own pytest
+#: process), --budget (micro's is per benchmark x method, the plugin's the whole
+#: session's) and --runs (the plugin fits its runs to the session's budget).
+SHARED_FLAGS: dict[str, dict[str, Any]] = {
+    **{
+        f"{side}-python": {
+            "metavar": "PYTHON",
+            "help": f"side {side.upper()}'s interpreter (default: the one running this command)",
+        }
+        for side in "ab"
+    },
+    "samples": {"metavar": "N", "type": int, "help": "samples per run (instead of the budget)"},
+    "min-sample-time": {
+        "metavar": "TIME",
+        "default": "1ms",
+        "help": "calibration: the shortest sample (default 1ms)",
+    },
+    "keep-gc": {"action": "store_true", "help": "leave the GC on during samples"},
+    "no-cpu-swap": {
+        "dest": "cpu_swap",
+        "action": "store_false",
+        # micro swaps every 50 samples, the plugin every 0.1 s
+        "help": "keep each side on its own CPU for a whole run (default: the two sides swap "
+        "CPUs during a run, docs/micro.md, 'Placement')",
+    },
+    "seed": {"metavar": "N", "type": int, "default": 0, "help": "seed of the plan (default 0)"},
+    "output": {
+        "metavar": "OUTPUT",
+        "type": Path,
+        "default": Path("results"),
+        "help": "parent directory of the results (default: results/); the experiment goes "
+        "to OUTPUT/<experiment name>",
+    },
+    "format": {
+        "choices": ("table", "json", "markdown"),
+        "default": "table",
+        "help": "output format: table, json, markdown (default: table)",
+    },
+    "threshold": {
+        "metavar": "T",
+        "default": f"{CompareOptions.threshold:g}",
+        "help": threshold_help(),
+    },
+    "fail-on-regression": {
+        "action": "store_true",
+        "help": "exit 1 when any verdict is 'slower'",
+    },
+}
+
+
+def shared_flag(name: str, prefix: str = "") -> dict[str, Any]:
+    """The argparse keywords of the shared flag ``--{prefix}NAME``
+    (:data:`SHARED_FLAGS`); its ``dest`` is prefixed alike (``duet-``: ``duet_cpu_swap``),
+    so a pytest option never takes another plugin's name."""
+    kw = dict(SHARED_FLAGS[name])
+    if "dest" in kw:
+        kw["dest"] = prefix.replace("-", "_") + kw["dest"]
+    return kw

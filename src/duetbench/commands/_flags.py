@@ -126,6 +126,23 @@ def add_run_repo_flags(p: argparse.ArgumentParser) -> None:
     add_version_flags(p)
 
 
+def add_config_flags(p: argparse.ArgumentParser) -> None:
+    """The duet.yml, which of its benchmarks (--only) and where its sides run
+    (--executor): what `duet run` runs and `duet plan` plans."""
+    p.add_argument("config", type=Path, help="the duet.yml")
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="BENCH",
+        help="only this benchmark (repeatable, or comma-separated; default: every benchmark)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=list(EXECUTORS),
+        help="where the sides run (default: the config's executor, else local)",
+    )
+
+
 def split_only(only: list[str] | None) -> list[str] | None:
     """``--only a,b --only c`` -> ``[a, b, c]`` (None: every benchmark)."""
     if not only:

@@ -31,6 +31,7 @@ from ..options import (
     CompareOptions,
     EvaluateOptions,
     ReportOptions,
+    threshold_help,
 )
 from ..units import percentage
 from ._flags import add_format_flag, add_keep_unbalanced
@@ -55,18 +56,11 @@ def flag_errors() -> Iterator[None]:
 # ---------------------------------------------------------------------- parsing text
 
 
-def add_threshold(p: argparse.ArgumentParser, *, recorded: bool = False) -> None:
-    """``--threshold``: the practical threshold of the verdicts (docs/statistics.md);
-    ``recorded``: of a results directory, whose config's `threshold:` is the default."""
-    default = f"{_C.threshold:g}"
-    p.add_argument(
-        "--threshold",
-        default=None if recorded else default,
-        help="practical threshold, from 0%% to below 100%%, e.g. 1%% (default "
-        + ("the config's `threshold:`, else " if recorded else "")
-        + f"{default}): an interval inside +-threshold is `equivalent`, one reaching "
-        "beyond it but not wholly beyond is `inconclusive`, never `slower`",
-    )
+def add_threshold(p: argparse.ArgumentParser) -> None:
+    """``--threshold`` of a command that reads a results directory: the practical
+    threshold of the verdicts (docs/statistics.md), by default its config's `threshold:`
+    (None here; `duet micro` and the pytest plugin: ``options.SHARED_FLAGS``)."""
+    p.add_argument("--threshold", default=None, help=threshold_help(recorded=True))
 
 
 def parse_threshold(text: str) -> float:
@@ -147,23 +141,16 @@ def parse_aa(text: str | None) -> bool | tuple[str, ...] | None:
 # ---------------------------------------------------------------------- flags
 
 
-def add_source_command(
-    sub: argparse._SubParsersAction,
-    name: str,
-    *,
-    help: str,
-    description: str,
-    formats: tuple[str, ...],
-    output: str,
-) -> argparse.ArgumentParser:
-    """A command that reads a results directory or a table: its source, --format, -o."""
-    p = sub.add_parser(name, help=help, description=description)
+def add_source_arguments(
+    p: argparse.ArgumentParser, *, formats: tuple[str, ...], output: str
+) -> None:
+    """The arguments of a command that reads a results directory or a table: its source,
+    --format, -o."""
     p.add_argument(
         "source", type=Path, help="results directory, or an iterations table (.parquet/.csv)"
     )
     add_format_flag(p, formats)
     p.add_argument("-o", "--output", type=Path, help=output)
-    return p
 
 
 def _choice(
@@ -200,7 +187,7 @@ def add_compare_options(p: argparse.ArgumentParser, *, min_overlap: bool = True)
     )
     _number(p, "--resamples", _C.resamples, "bootstrap resamples (default {})")
     _number(p, "--confidence", _C.confidence, "confidence level (default {})")
-    add_threshold(p, recorded=True)
+    add_threshold(p)
     if min_overlap:
         _number(
             p, "--min-overlap", _C.min_overlap, "aduet pairing: minimum overlap rate m (default {})"

@@ -8,25 +8,26 @@ from typing import TYPE_CHECKING
 
 from ..ci.defaults import MAX_LOOKS
 from ..errors import ExitCode
-from . import SUMMARY
 from ._trees import add_tree_options, build_timeout, repo_priors, tree_experiment_of
 
 if TYPE_CHECKING:
     from ..adaptive.prior import HostPriors
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "bisect",
-        help=SUMMARY["bisect"],
-        description="Binary search over the first-parent history from --good to --bad: each "
-        "candidate is built and compared with the known-good build on this machine "
-        "(docs/history.md, 'Bisect').",
-        epilog="exit status: 0 the first bad commit was found; 3 the range left is printed "
-        "with the evidence of every commit tested (--total-budget ended, or skipped candidates: "
-        "build failures, comparisons still inconclusive after --max-looks); 2 usage, config or "
-        "git error; 130 interrupted",
-    )
+DESCRIPTION = (
+    "Binary search over the first-parent history from --good to --bad: each "
+    "candidate is built and compared with the known-good build on this machine "
+    "(docs/history.md, 'Bisect')."
+)
+EPILOG = (
+    "exit status: 0 the first bad commit was found; 3 the range left is printed "
+    "with the evidence of every commit tested (--total-budget ended, or skipped candidates: "
+    "build failures, comparisons still inconclusive after --max-looks); 2 usage, config or "
+    "git error; 130 interrupted"
+)
+
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--good", required=True, help="a revision known to be fast")
     p.add_argument("--bad", required=True, help="a later revision known to be slower")
     p.add_argument(

@@ -5,23 +5,20 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ExitCode
-from . import SUMMARY
+from ..options import shared_flag
 from ._flags import refuse_unused
-from ._options import add_compare_options, add_source_command, compare_options, with_recorded
+from ._options import add_compare_options, add_source_arguments, compare_options, with_recorded
+
+DESCRIPTION = "Compare B against A per benchmark and method."
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = add_source_command(
-        sub,
-        "compare",
-        help=SUMMARY["compare"],
-        description="Compare B against A per benchmark and method.",
+def register(p: argparse.ArgumentParser) -> None:
+    add_source_arguments(
+        p,
         formats=("table", "json", "markdown"),
         output="write JSON/Markdown here instead of stdout",
     )
-    p.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
-    )
+    p.add_argument("--fail-on-regression", **shared_flag("fail-on-regression"))  # as micro's
     p.add_argument(
         "-v",
         "--verbose",

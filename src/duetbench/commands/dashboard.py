@@ -7,18 +7,16 @@ import argparse
 from pathlib import Path
 
 from ..errors import ExitCode
-from . import SUMMARY
 from ._flags import add_format_flag, add_repo_flag, repo_location
 
+DESCRIPTION = (
+    "Write a static site of the results repository: an index of benchmarks "
+    "with trend lines and the latest verdicts, one page per benchmark with its series, "
+    "changes and marks. It works from file:// and any static host."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "dashboard",
-        help=SUMMARY["dashboard"],
-        description="Write a static site of the results repository: an index of benchmarks "
-        "with trend lines and the latest verdicts, one page per benchmark with its series, "
-        "changes and marks. It works from file:// and any static host.",
-    )
+
+def register(p: argparse.ArgumentParser) -> None:
     add_repo_flag(p)
     p.add_argument(
         "-o",

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from . import SUMMARY
 from ._flags import refuse_unused
-from ._options import add_evaluate_options, add_source_command, evaluate_options, given_recorded
+from ._options import add_evaluate_options, add_source_arguments, evaluate_options, given_recorded
+
+DESCRIPTION = (
+    "The evaluation of the thesis (ch. 5, RQ1-RQ4) and the duet paper's "
+    "shuffle check, per host, benchmark and method. See docs/evaluate.md."
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = add_source_command(
-        sub,
-        "evaluate",
-        help=SUMMARY["evaluate"],
-        description="The evaluation of the thesis (ch. 5, RQ1-RQ4) and the duet paper's "
-        "shuffle check, per host, benchmark and method. See docs/evaluate.md.",
+def register(p: argparse.ArgumentParser) -> None:
+    add_source_arguments(
+        p,
         formats=("table", "json"),
         output="write the JSON here instead of stdout",
     )

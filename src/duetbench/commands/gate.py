@@ -9,21 +9,21 @@ import sys
 from typing import Any
 
 from ..errors import ExitCode
-from . import SUMMARY
 from ._flags import add_format_flag
 from ._trees import add_tree_options, build_timeout, repo_priors, tree_experiment_of
 
+DESCRIPTION = (
+    "Check out --base and --head as git worktrees, build each, and compare "
+    "them on this machine with the stopping rules of docs/adaptive.md."
+)
+EPILOG = (
+    "exit status: 0 no regression; 1 regression (a benchmark is slower by more "
+    "than the threshold); 3 inconclusive (a limit ended a benchmark before its verdict); "
+    "2 usage, config or build error; 130 interrupted"
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "gate",
-        help=SUMMARY["gate"],
-        description="Check out --base and --head as git worktrees, build each, and compare "
-        "them on this machine with the stopping rules of docs/adaptive.md.",
-        epilog="exit status: 0 no regression; 1 regression (a benchmark is slower by more "
-        "than the threshold); 3 inconclusive (a limit ended a benchmark before its verdict); "
-        "2 usage, config or build error; 130 interrupted",
-    )
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base", default="origin/main", help="the base revision (default: origin/main)")
     p.add_argument("--head", default="HEAD", help="the head revision (default: HEAD)")
     add_tree_options(p)

@@ -13,19 +13,18 @@ import sys
 from pathlib import Path
 
 from ..errors import DuetError, ExitCode
-from . import SUMMARY
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "help",
-        help=SUMMARY["help"],
-        description="Print a page of duetbench's documentation, or one section of it. A "
-        "message that cites docs/statistics.md, section 'Notes' is read with `duet help "
-        "statistics Notes`.",
-    )
+DESCRIPTION = (
+    "Print a page of duetbench's documentation, or one section of it. A "
+    "message that cites docs/statistics.md, section 'Notes' is read with `duet help "
+    "statistics Notes`."
+)
+
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "topic",
         nargs="?",

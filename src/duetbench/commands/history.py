@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DuetError, ExitCode
 from ..workflow.output import print_tables
-from . import SUMMARY
 from ._flags import (
     add_format_flag,
     add_keep_unbalanced,
@@ -32,13 +31,13 @@ FORMATS = ("table", "json", "markdown")
 IMPORT_TOOLS = ("asv", "pytest-benchmark", "pyperf", "github-action-benchmark")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "history",
-        help=SUMMARY["history"],
-        description="Keep experiments of many versions in one repository, show each "
-        "benchmark's series and find the versions that changed it (docs/history.md).",
-    )
+DESCRIPTION = (
+    "Keep experiments of many versions in one repository, show each "
+    "benchmark's series and find the versions that changed it (docs/history.md)."
+)
+
+
+def register(p: argparse.ArgumentParser) -> None:
     hs = p.add_subparsers(dest="history_command", metavar="SUBCOMMAND")
     hs.required = True
 

@@ -5,20 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import SUMMARY
 from ._flags import add_format_flag
 
+DESCRIPTION = (
+    "List the hosts that ran an experiment (or were excluded by its `hosts:` "
+    "requirements) with their detected configuration, the runs they executed per "
+    "status, attempts lost to dead workers, and a health verdict."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "hosts",
-        help=SUMMARY["hosts"],
-        description=(
-            "List the hosts that ran an experiment (or were excluded by its `hosts:` "
-            "requirements) with their detected configuration, the runs they executed per "
-            "status, attempts lost to dead workers, and a health verdict."
-        ),
-    )
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", type=Path, help="the experiment's results directory (results/NAME)")
     add_format_flag(p, ("table", "json"))
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from ..options import MEASURES, RUN_STATS
-from . import SUMMARY
-from ._flags import add_format_flag, add_keep_unbalanced, parse_duration
-from ._options import add_threshold, parse_threshold
+from ..options import MEASURES, RUN_STATS, shared_flag
+from ._flags import add_keep_unbalanced, parse_duration
+from ._options import parse_threshold
 
 if TYPE_CHECKING:
     from ..micro.api import MicroBenchmark
@@ -23,21 +21,29 @@ if TYPE_CHECKING:
 METHOD_CHOICES = ("sduet", "aduet", "seqn", "inproc")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "micro",
-        help=SUMMARY["micro"],
-        description="Time Python functions (module:function, a bench_*.py file, an asv "
-        "suite) in two interpreters or source trees, in lockstep by default, and print "
-        "the verdict table. The results directory works with duet compare/report/evaluate.",
-        epilog="examples: duet micro 'mymod:parse' --a-python envA/bin/python --b-python "
-        "envB/bin/python | duet micro bench_parse.py --a-path ./old-src --b-path ./src | "
-        "duet micro --asv benchmarks/ -k parse | duet micro --a 'mymod:parse_v1' --b "
-        "'mymod:parse_v2'. exit status: 0 ok; 1 a regression (or a suite module that fails to "
-        "import) with --fail-on-regression; "
-        "2 usage, import or setup error (before any run); 4 some runs failed; 130 "
-        "interrupted (--resume continues)",
-    )
+DESCRIPTION = (
+    "Time Python functions (module:function, a bench_*.py file, an asv "
+    "suite) in two interpreters or source trees, in lockstep by default, and print "
+    "the verdict table. The results directory works with duet compare/report/evaluate."
+)
+EPILOG = (
+    "examples: duet micro 'mymod:parse' --a-python envA/bin/python --b-python "
+    "envB/bin/python | duet micro bench_parse.py --a-path ./old-src --b-path ./src | "
+    "duet micro --asv benchmarks/ -k parse | duet micro --a 'mymod:parse_v1' --b "
+    "'mymod:parse_v2'. exit status: 0 ok; 1 a regression (or a suite module that fails to "
+    "import) with --fail-on-regression; "
+    "2 usage, import or setup error (before any run); 4 some runs failed; 130 "
+    "interrupted (--resume continues)"
+)
+
+
+def shared(p: argparse.ArgumentParser, *names: str) -> None:
+    """The flags `duet micro` shares with the pytest plugin (``options.SHARED_FLAGS``)."""
+    for name in names:
+        p.add_argument(f"--{name}", **shared_flag(name))
+
+
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "target",
         nargs="?",
@@ -47,11 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--a", dest="a_target", metavar="TARGET", help="side A's target (with --b)")
     p.add_argument("--b", dest="b_target", metavar="TARGET", help="side B's target (with --a)")
     for side in "ab":
-        p.add_argument(
-            f"--{side}-python",
-            metavar="PYTHON",
-            help=f"side {side.upper()}'s interpreter (default: the one running duet)",
-        )
+        shared(p, f"{side}-python")
         p.add_argument(
             f"--{side}-path",
             action="append",
@@ -86,21 +88,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="runs (fresh interpreters) per "
         "benchmark and method (seqn: half of them per side; default 10)",
     )
-    p.add_argument("--samples", type=int, help="samples per run (instead of the budget)")
+    shared(p, "samples")
     p.add_argument(
         "--warmup-samples", type=int, default=1, help="warm-up samples per run (default 1)"
     )
-    p.add_argument(
-        "--min-sample-time", default="1ms", help="calibration: shortest sample (default 1ms)"
-    )
-    p.add_argument("--keep-gc", action="store_true", help="leave the GC on during samples")
-    p.add_argument(
-        "--no-cpu-swap",
-        dest="cpu_swap",
-        action="store_false",
-        help="keep each side on its own CPU for a whole run (default: the two sides swap "
-        "CPUs every 50 samples, docs/micro.md, 'Placement')",
-    )
+    shared(p, "min-sample-time", "keep-gc", "no-cpu-swap")
     p.add_argument(
         "--cpus",
         choices=["pinned", "shared"],
@@ -109,18 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "every 50 samples) or shared (the scheduler's choice; docs/micro.md, 'Placement')",
     )
     p.add_argument("--name", default="micro", help="experiment name (default: micro)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the plan (default 0)")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=Path("results"),
-        help="parent directory of the results (default: results/); they go to OUTPUT/<name>",
-    )
+    shared(p, "seed")
+    p.add_argument("-o", "--output", **shared_flag("output"))
     p.add_argument(
         "--resume", action="store_true", help="continue OUTPUT/<name>, reusing its calibration"
     )
-    add_format_flag(p, ("table", "json", "markdown"))
+    shared(p, "format")
     p.add_argument(
         "--run-stat",
         choices=list(RUN_STATS),
@@ -136,11 +122,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "where other work time-sliced the sides (docs/statistics.md, 'Beside other work: "
         "CPU time')",
     )
-    add_threshold(p)
+    shared(p, "threshold")
     add_keep_unbalanced(p)
-    p.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is 'slower'"
-    )
+    shared(p, "fail-on-regression")
     p.add_argument("-v", "--verbose", action="store_true", help="a status line per run")
 
 

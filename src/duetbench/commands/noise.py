@@ -6,10 +6,9 @@ import argparse
 import signal
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..noise import DEFAULT_OFF_RANGE, DEFAULT_ON_RANGE, patterns
-from . import SUMMARY
 
 if TYPE_CHECKING:
     from ..noise import NoisyNeighbour
@@ -41,20 +40,17 @@ def _parse_range(text: str) -> tuple[float, float]:
     return lo, hi
 
 
-def register(subparsers: Any) -> None:
-    """Add ``noise`` to an argparse subparsers object (its handler is ``func`` = :func:`run`)."""
+DESCRIPTION = (
+    "Run reproducible on/off interference (a noisy neighbour) until --duration "
+    "ends or Ctrl-C/SIGTERM; every process it started is gone when it returns. "
+    "It stays in the caller's session so that, with sched_autogroup, it competes "
+    "with the benchmark task for task. Patterns: "
+    + "; ".join(f"{k}: {v}" for k, v in patterns().items())
+)
+
+
+def register(p: argparse.ArgumentParser) -> None:
     names = patterns()
-    p = subparsers.add_parser(
-        "noise",
-        help=SUMMARY["noise"],
-        description=(
-            "Run reproducible on/off interference (a noisy neighbour) until --duration "
-            "ends or Ctrl-C/SIGTERM; every process it started is gone when it returns. "
-            "It stays in the caller's session so that, with sched_autogroup, it competes "
-            "with the benchmark task for task. Patterns: "
-            + "; ".join(f"{k}: {v}" for k, v in names.items())
-        ),
-    )
     p.add_argument(
         "--pattern",
         choices=list(names),
@@ -89,7 +85,6 @@ def register(subparsers: Any) -> None:
         help=f"print the schedule (over --duration, else {SCHEDULE_HORIZON_S:g} s) and exit "
         "without running",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

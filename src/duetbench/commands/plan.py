@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import SUMMARY
 from ._flags import (
-    EXECUTORS,
+    add_config_flags,
     add_format_flag,
     add_last_flag,
     add_repo_flag,
@@ -17,27 +16,15 @@ from ._flags import (
     split_only,
 )
 
+DESCRIPTION = (
+    "Print every run `duet run` would execute, in order, with each run's "
+    "sides, AB/BA order and CPUs, without running anything; with --precision or "
+    "--detect, predict the runs and machine time a goal needs from earlier results."
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan",
-        help=SUMMARY["plan"],
-        description="Print every run `duet run` would execute, in order, with each run's "
-        "sides, AB/BA order and CPUs, without running anything; with --precision or "
-        "--detect, predict the runs and machine time a goal needs from earlier results.",
-    )
-    p.add_argument("config", type=Path, help="the duet.yml")
-    p.add_argument(
-        "--only",
-        action="append",
-        metavar="BENCH",
-        help="only this benchmark's runs (repeatable; default: every benchmark)",
-    )
-    p.add_argument(
-        "--executor",
-        choices=list(EXECUTORS),
-        help="where the sides would run (default: the config's executor, else local)",
-    )
+
+def register(p: argparse.ArgumentParser) -> None:
+    add_config_flags(p)
     add_format_flag(p, ("table", "json"))
     p.add_argument(
         "--no-cpu-check",

@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import SUMMARY
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    q = sub.add_parser("process", help=SUMMARY["process"])
-    q.add_argument("source", type=Path, help="results directory (results/<experiment>)")
-    q.add_argument(
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", type=Path, help="results directory (results/<experiment>)")
+    p.add_argument(
         "-o",
         "--output",
         type=Path,

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import SUMMARY
-from ._options import add_report_options, add_source_command, given_recorded, report_options
+from ._options import add_report_options, add_source_arguments, given_recorded, report_options
+
+DESCRIPTION = (
+    "Write an HTML report that opens offline in any browser: verdicts, "
+    "confidence intervals, run timelines, distributions, MDS, overlaps, speedups, hosts. "
+    "See docs/report.md."
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = add_source_command(
-        sub,
-        "report",
-        help=SUMMARY["report"],
-        description="Write an HTML report that opens offline in any browser: verdicts, "
-        "confidence intervals, run timelines, distributions, MDS, overlaps, speedups, hosts. "
-        "See docs/report.md.",
+def register(p: argparse.ArgumentParser) -> None:
+    add_source_arguments(
+        p,
         formats=("html", "markdown"),
         output="output file (default: report.html; Markdown goes to stdout)",
     )

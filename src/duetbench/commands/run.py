@@ -7,40 +7,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ExitCode
-from . import SUMMARY
-from ._flags import EXECUTORS, add_run_repo_flags, last_experiments, refuse_unused, split_only
+from ..options import shared_flag
+from ._flags import (
+    add_config_flags,
+    add_run_repo_flags,
+    last_experiments,
+    refuse_unused,
+    split_only,
+)
 
 if TYPE_CHECKING:
     from ..history import Version
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help=SUMMARY["run"],
-        description="Run an experiment: every planned run of every benchmark and method.",
-        epilog="exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
-        "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
-        "continues)",
-    )
-    p.add_argument("config", type=Path, help="the duet.yml")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=Path("results"),
-        help="parent directory of the results (default: results/); the experiment goes to OUTPUT/<name>",
-    )
+DESCRIPTION = "Run an experiment: every planned run of every benchmark and method."
+EPILOG = (
+    "exit status: 0 every run ok; 4 finished, but some runs failed, timed out or "
+    "hung (all finished runs kept); 2 config or usage error; 130 interrupted (--resume "
+    "continues)"
+)
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    add_config_flags(p)
+    p.add_argument("-o", "--output", **shared_flag("output"))  # as duet micro's
     p.add_argument(
         "--resume", action="store_true", help="continue an interrupted experiment in OUTPUT/<name>"
-    )
-    p.add_argument(
-        "--only", action="append", metavar="BENCH", help="run only this benchmark (repeatable)"
-    )
-    p.add_argument(
-        "--executor",
-        choices=list(EXECUTORS),
-        help="where the sides run (default: the config's executor, else local)",
     )
     p.add_argument(
         "--cluster",

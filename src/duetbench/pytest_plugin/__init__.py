@@ -46,33 +46,31 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                 help="with --duet-against: the directory of each tree on sys.path "
                 "(default: src when it exists, else the tree's root)")  # fmt: skip
     g.addoption("--duet-build", metavar="CMD", help="with --duet-against: build the worktree")
-    g.addoption("--duet-a-python", metavar="PYTHON", help="side A's interpreter (default: this)")
-    g.addoption("--duet-b-python", metavar="PYTHON", help="side B's interpreter (default: this)")
+    shared(g, "a-python", "b-python")
+    # not shared: no inproc here (each side is its own pytest process)
     g.addoption("--duet-method", action="append", default=[], choices=("sduet", "aduet", "seqn"),
                 help="sduet (default: lockstep per sample), aduet, seqn; repeatable")  # fmt: skip
+    # not shared: the whole session's budget (micro's is per benchmark x method), and the
+    # runs that fit it
     g.addoption("--duet-budget", metavar="TIME", default="60s",
                 help="the whole session's time, every process start included, e.g. 60s, 5m "
                 "(default 60s)")  # fmt: skip
     g.addoption("--duet-runs", metavar="N", type=int,
                 help="runs (a fresh pytest process per side, each running every test) per "
                 "method (default: 10, more when the budget allows, fewer when it cannot)")  # fmt: skip
-    g.addoption("--duet-samples", metavar="N", type=int, help="samples per run (not the budget)")
-    g.addoption("--duet-min-sample-time", metavar="TIME", default="1ms",
-                help="calibration: the shortest sample (default 1ms)")  # fmt: skip
-    g.addoption("--duet-keep-gc", action="store_true", help="leave the GC on during samples")
-    g.addoption("--duet-no-cpu-swap", action="store_true",
-                help="keep each side on its own CPU for a whole run")  # fmt: skip
-    g.addoption("--duet-threshold", metavar="T", default="0",
-                help="practical threshold, e.g. 2%% (default 0)")  # fmt: skip
-    g.addoption("--duet-format", choices=("table", "json", "markdown"), default="table",
-                help="the verdict table's format (default table)")  # fmt: skip
+    shared(g, "samples", "min-sample-time", "keep-gc", "no-cpu-swap", "threshold", "format")
     g.addoption("--duet-report", metavar="FILE",
                 help="write the verdict table there instead of the terminal")  # fmt: skip
-    g.addoption("--duet-fail-on-regression", action="store_true",
-                help="exit 1 when any verdict is 'slower'")  # fmt: skip
-    g.addoption("--duet-output", metavar="DIR", default="results",
-                help="parent of the results directory (default results/)")  # fmt: skip
-    g.addoption("--duet-seed", metavar="N", type=int, default=0, help="seed of the plan")
+    shared(g, "fail-on-regression", "output", "seed")
+
+
+def shared(group: Any, *names: str) -> None:
+    """``--duet-NAME``: the flags the plugin shares with `duet micro`, declared once in
+    ``duetbench.options`` (pytest's addoption takes argparse's keywords)."""
+    from ..options import shared_flag
+
+    for name in names:
+        group.addoption(f"--duet-{name}", **shared_flag(name, "duet-"))
 
 
 def instruction() -> dict[str, Any] | None:

@@ -34,15 +34,22 @@ from typing import Any
 import pytest
 
 from ..errors import DuetError
+from ..options import SHARED_FLAGS
 from .calibrate import Found, Side, calibrate, pytest_argv
 from .design import MIN_RUNS, Design, plan_runs
-from .names import ENV, FLAGS, XDIST_OFF
+from .names import ENV, XDIST_OFF
 from .pace import Pacer
 
 #: seconds kept from the budget for the verdicts at the end: the analysis's modules
 #: (pandas, scipy) load after the last run, not beside the calibration, which would
 #: read the sides' costs high
 VERDICT_RESERVE_S = 2.5
+#: the --duet-* options that take no value (every other one takes one)
+FLAGS = tuple(
+    f"--duet-{name}"
+    for name, kw in SHARED_FLAGS.items()
+    if kw.get("action") in ("store_true", "store_false")
+)
 #: how far past --duet-budget a session may end: only to reach the fewest runs that give
 #: an interval (docs/pytest.md, "Cost")
 BUDGET_TOLERANCE = 0.25
@@ -131,7 +138,7 @@ class DuetOptions:
                 "--duet-min-sample-time", lambda t: duration(t, "--duet-min-sample-time")
             ),
             keep_gc=config.getoption("--duet-keep-gc"),
-            cpu_swap=not config.getoption("--duet-no-cpu-swap"),
+            cpu_swap=config.getoption("duet_cpu_swap"),  # --duet-no-cpu-swap
             threshold=value("--duet-threshold", lambda t: percentage(t, "--duet-threshold")),
             fmt=config.getoption("--duet-format"),
             report=config.getoption("--duet-report"),

@@ -160,6 +160,23 @@ class Stats:
         return {k: getattr(self, k) for k in keys}
 
 
+@dataclass(frozen=True)
+class Timed:
+    """What a test asked to time: ``fn``, or with pedantic's ``setup`` ``prepare``, which
+    sets a call up and returns its callable; ``plan``: pedantic's ``rounds``,
+    ``warmup_rounds`` and ``iterations`` (None: calibrated)."""
+
+    fn: Callable[[], Any] | None
+    prepare: Callable[[], Callable[[], Any]] | None = None
+    plan: dict[str, int] | None = None
+
+    def call(self) -> Callable[[], Any]:
+        """The callable of one call, set up when it has a setup."""
+        f = self.prepare() if self.prepare is not None else self.fn
+        assert f is not None
+        return f
+
+
 def _marker_options(node: Any) -> dict[str, Any]:
     mark = node.get_closest_marker("benchmark") if node is not None else None
     return dict(mark.kwargs) if mark is not None else {}
@@ -185,7 +202,7 @@ class BenchmarkFixture:
     def __call__(self, function_to_benchmark: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self._claim()
         fn = functools.partial(function_to_benchmark, *args, **kwargs) if args or kwargs else None
-        return self._time(fn or function_to_benchmark, None, None)
+        return self._time(Timed(fn or function_to_benchmark))
 
     def pedantic(
         self,
@@ -221,8 +238,8 @@ class BenchmarkFixture:
 
         plan = {"rounds": rounds, "warmup_rounds": warmup_rounds, "iterations": iterations}
         if setup is None:
-            return self._time(functools.partial(target, *args, **kw), None, plan)
-        return self._time(None, prepared, plan)
+            return self._time(Timed(functools.partial(target, *args, **kw), plan=plan))
+        return self._time(Timed(None, prepared, plan))
 
     def weave(self, *args: Any, **kwargs: Any) -> Any:
         raise DuetFixtureError("benchmark.weave (aspect weaving) is not supported by duetbench")
@@ -235,36 +252,24 @@ class BenchmarkFixture:
             )
         self._used = True
 
-    def _time(
-        self,
-        fn: Callable[[], Any] | None,
-        prepare: Callable[[], Callable[[], Any]] | None,
-        plan: dict[str, int] | None,
-    ) -> Any:
+    def _time(self, timed: Timed) -> Any:
         mode = self.state.mode
         if mode == "single":
-            return self._single(fn, prepare, plan)
+            return self._single(timed)
         if mode == "calibrate":
-            return self._calibrate(fn, prepare, plan)
-        return self._run(fn, prepare)
+            return self._calibrate(timed)
+        return self._run(timed)
 
-    def _single(
-        self,
-        fn: Callable[[], Any] | None,
-        prepare: Callable[[], Callable[[], Any]] | None,
-        plan: dict[str, int] | None,
-    ) -> Any:
+    def _single(self, timed: Timed) -> Any:
         data: list[float] = []
         result: Any = None
+        fn, plan = timed.fn, timed.plan
         if self.state.single.get("disabled"):  # --benchmark-disable: one call, no timing
-            f = prepare() if prepare is not None else fn
-            assert f is not None
-            return f()
+            return timed.call()()
         if plan is not None:  # pedantic: exactly what was asked
             n = plan["iterations"]
             for r in range(plan["warmup_rounds"] + plan["rounds"]):
-                f = prepare() if prepare is not None else fn
-                assert f is not None
+                f = timed.call()
                 t0 = time.perf_counter_ns()
                 for _ in range(n):
                     result = f()
@@ -291,12 +296,8 @@ class BenchmarkFixture:
         self.state.stats[self.fullname] = self.stats
         return result
 
-    def _calibrate(
-        self,
-        fn: Callable[[], Any] | None,
-        prepare: Callable[[], Callable[[], Any]] | None,
-        plan: dict[str, int] | None,
-    ) -> Any:
+    def _calibrate(self, timed: Timed) -> Any:
+        fn, prepare = timed.fn, timed.prepare
         ins = self.state.instruction
         settings = cal.Settings(min_sample_ns=round(float(ins.get("min_sample_s", 0.001)) * 1e9))
         keep_gc = bool(ins.get("keep_gc", False))
@@ -323,15 +324,14 @@ class BenchmarkFixture:
             "calibration": doc,
             "setup": prepare is not None,
             "prepare_s": prepare_s,
-            "pedantic": plan,
+            "pedantic": timed.plan,
             "extra_info": _plain(self.extra_info),
             "call_s": time.perf_counter() - began,
         }
         return result
 
-    def _run(
-        self, fn: Callable[[], Any] | None, prepare: Callable[[], Callable[[], Any]] | None
-    ) -> Any:
+    def _run(self, timed: Timed) -> Any:
+        prepare = timed.prepare
         ins = self.state.instruction
         root = os.environ.get("DUET_OUTPUT_DIR") or ins.get("output")
         if not root:
@@ -358,7 +358,7 @@ class BenchmarkFixture:
         try:
             sampling.sample_callable(
                 helpers,
-                fn,
+                timed.fn,
                 evaluations,
                 output,
                 meta,
@@ -374,9 +374,7 @@ class BenchmarkFixture:
             worker.report_failure(ctx, exc.phase, exc.error, worker.EXIT_FAILED)
             raise exc.error from None
         self.state.records[self.fullname] = {"extra_info": _plain(self.extra_info)}
-        f = prepare() if prepare is not None else fn
-        assert f is not None
-        return f()  # the value the test gets, after the samples
+        return timed.call()()  # the value the test gets, after the samples
 
 
 def _plain(value: Any) -> Any:

@@ -6,7 +6,5 @@ from __future__ import annotations
 ENV = "DUET_PYTEST"
 #: the plugin's name for ``-p`` (and its entry point's, so it is never loaded twice)
 PLUGIN = "duetbench.pytest_plugin"
-#: options that take no value (every other --duet-* option takes one)
-FLAGS = ("--duet-fail-on-regression", "--duet-keep-gc", "--duet-no-cpu-swap")
 #: set when pytest-xdist was turned off in this process (the duet says so in its header)
 XDIST_OFF: list[bool] = []
