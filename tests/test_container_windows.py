@@ -167,19 +167,21 @@ def test_a_sduet_side_waits_asleep_and_one_spinning_is_credited_its_iterations_o
         # A's iterations more than B's: 27 % once on a host at load 3)...
         assert a["wait_s"] > 0.15 * ((a["end_ns"] - a["start_ns"]) / 1e9)
         waiting[run["benchmark"]].append(a["wait_cpu_s"] / a["wait_s"])
-        if run["benchmark"] == "asleep":  # ...asleep: over the run, A's work only
+        ratio = b["iterations_cpu_s"] / a["iterations_cpu_s"]
+        if run["benchmark"] == "asleep":  # ...asleep: over the run, A's work only, and
+            # its group read exactly at every go: 3x per run
             assert a["wait_cpu_s"] < 0.03 * a["wait_s"] and a["cpu_s"] / b["cpu_s"] < 0.5
-        # 3x per run, within what a cgroup's tick-late CPU time allows on A's 12
-        # iterations of about 5 ms (a tick is 4 ms): 4.07 once in a CI run beside other
-        # tests; the runs together are checked to 2.6-3.4x below
-        assert 2.0 < b["iterations_cpu_s"] / a["iterations_cpu_s"] < 4.5
-    # ...or spinning, on the share of a CPU it got (a fifth of its waits on a quiet host,
-    # 18 % at load 12)
+            assert 2.5 < ratio < 3.5, run_id
+        else:  # ...spinning: its iterations read up to a tick (4 ms) late at every go,
+            # on iterations of about 5 ms (4.68x once at load 7)
+            assert 2.0 < ratio < 6.0, run_id
+    # spinning on the share of a CPU it got (a fifth of its waits on a quiet host, 18 % at
+    # load 12)
     assert min(waiting["spin"]) > 0.1 and min(waiting["spin"]) > 5 * max(waiting["asleep"])
     rows = compare(process(root).table, measure="cpu").to_dict("records")
     assert {row["benchmark"] for row in rows} == {"asleep", "spin"}
     for row in rows:
         print(row["benchmark"], row["change"], row["measure_source"])
         assert row["measure"] == "cpu" and row["measure_source"] == "run", row
-        assert 1.6 < row["change"] < 2.4, row
+        assert 1.6 < row["change"] < (2.4 if row["benchmark"] == "asleep" else 4.0), row
     assert_nothing_left(name)
