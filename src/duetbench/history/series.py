@@ -19,7 +19,7 @@ else in the order the repository first saw them (docs/history.md, "Series").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,12 +40,7 @@ class SeriesKey:
         return f"{self.suite}/{self.benchmark} [{self.method}, host {self.host[:8]}]"
 
     def to_json(self) -> dict[str, str]:
-        return {
-            "suite": self.suite,
-            "benchmark": self.benchmark,
-            "host": self.host,
-            "method": self.method,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
