@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import pandas as pd
 
 from ..schema import Verdict
-from .repository import Mark, Repository, StoredVersion
+from .repository import Filters, Mark, Repository, StoredVersion
 
 
 @dataclass(frozen=True, order=True)
@@ -400,16 +400,9 @@ def _levels(rows: pd.DataFrame, ordered: list[str]) -> list[Level]:
     return out
 
 
-def series(
-    repo: Repository,
-    *,
-    benchmark: str | None = None,
-    suite: str | None = None,
-    host: str | None = None,
-    method: str | None = None,
-) -> list[Series]:
-    """``duet history show``: the series of the repository (filters as in
-    :meth:`Repository.results`), marks applied (excluded versions left out)."""
-    results = repo.results(benchmark=benchmark, suite=suite, method=method, host=host)
+def series(repo: Repository, **filters: Unpack[Filters]) -> list[Series]:
+    """``duet history show``: the series of the repository (:class:`Filters`), marks
+    applied (excluded versions left out)."""
+    results = repo.results(**filters)
     known = {v.label: v for v in repo.versions()}
-    return build_series(results, repo.run_values(), known, repo.marks(benchmark))
+    return build_series(results, repo.run_values(), known, repo.marks(filters.get("benchmark")))
