@@ -7,7 +7,7 @@ these without numpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..errors import ConfigError
@@ -47,16 +47,8 @@ class StopSettings:
     )
 
     def rule_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of ``adaptive.StopRule.create``."""
-        return {
-            "until": self.until,
-            "precision": self.precision,
-            "threshold": self.threshold,
-            "budget_s": self.budget_s,
-            "max_runs": self.max_runs,
-            "min_runs": self.min_runs,
-            "design": self.design,
-        }
+        """The keyword arguments of ``adaptive.StopRule.create`` (the fields, by name)."""
+        return asdict(self)
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> StopSettings:

@@ -20,7 +20,7 @@ from .findings import Change, ChangeReport, DetectionSettings, Dismissed, Enviro
 from .fingerprint import HostFingerprint, fingerprint
 from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
 from .priors import Prior, priors
-from .repository import Repository
+from .repository import Filters, Repository
 from .series import Series, SeriesKey, series
 from .versions import Version, parse_versions, version_from_git
 
@@ -32,6 +32,7 @@ __all__ = [
     "EnvironmentChange",
     "ExperimentInfo",
     "ExportSummary",
+    "Filters",
     "Series",
     "SeriesKey",
     "Spike",

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import pandas as pd
@@ -56,7 +56,7 @@ from .findings import (
     signed_pct,
 )
 from .fingerprint import differences
-from .repository import Mark, Repository
+from .repository import Filters, Mark, Repository
 from .series import Evidence, Level, Series, SeriesKey, Step, build_series, order_versions
 
 MAD_SCALE = 1.4826  # MAD -> standard deviation of a normal
@@ -542,23 +542,20 @@ def environment_changes(
 def detect_changes(
     repo: Repository,
     *,
-    benchmark: str | None = None,
-    suite: str | None = None,
-    host: str | None = None,
-    method: str | None = None,
     since: str | None = None,
     settings: DetectionSettings | None = None,
+    **filters: Unpack[Filters],
 ) -> ChangeReport:
-    """``duet history changes``: changes of every series (filters as in
-    :meth:`Repository.results`; ``since``: only changes from that version on)."""
+    """``duet history changes``: changes of every series (:class:`Filters`; ``since``:
+    only changes from that version on)."""
     st = settings or DetectionSettings()
-    results = repo.results(benchmark=benchmark, suite=suite, method=method, host=host)
+    results = repo.results(**filters)
     known = {v.label: v for v in repo.versions()}
     if since is not None and since not in known:
         raise HistoryError(
             f"version '{since}' is not in {repo.location}; `duet history list` shows the versions"
         )
-    marks = repo.marks(benchmark)
+    marks = repo.marks(filters.get("benchmark"))
     all_series = build_series(results, repo.run_values(), known, marks)
     order = {v: i for i, v in enumerate(order_versions(known, known))}
     changes, spikes, dismissed = [], [], []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,14 +47,7 @@ class DetectionSettings:
         return float(norm.isf(self.alpha_absolute / 2))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "alpha": self.alpha,
-            "alpha_absolute": self.alpha_absolute,
-            "min_change": self.min_change,
-            "window": self.window,
-            "min_segment": self.min_segment,
-            "use_evidence": self.use_evidence,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

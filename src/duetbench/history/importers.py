@@ -56,6 +56,35 @@ from .versions import Version
 __all__ = ["TOOLS", "ImportFileError", "ImportedRun", "detect", "read", "with_version"]
 #: two-sided 99 % normal quantile (asv's stats_ci_99)
 _Z99 = 2.5758293035489
+
+
+def _run(
+    path: Path,
+    tool: str,
+    *,
+    host: Mapping[str, Any],
+    results: Iterable[ImportedResult],
+    skipped: Iterable[str] = (),
+    where: str = "",
+    notes: Iterable[str] = (),
+    **kw: Any,
+) -> ImportedRun:
+    """The run read from the file at ``path``: the host facts it states (None: not
+    stated, left out), its ``notes`` and one on the benchmarks ``skipped`` as not times
+    (``where``: which part of the file, default its name)."""
+    skipped = list(skipped)
+    if skipped:
+        notes = (*notes, f"{where or path.name}: not times, left out: {', '.join(skipped)}")
+    return ImportedRun(
+        tool=tool,
+        source=str(path.resolve()),
+        host={k: v for k, v in host.items() if v is not None},
+        results=tuple(results),
+        notes=tuple(notes),
+        **kw,
+    )
+
+
 #: the standard error of a median is about this times that of a mean (normal data)
 _MEDIAN_SE = 1.2533
 
@@ -189,17 +218,16 @@ def _asv_file(
         "machine": machine.get("arch"),
         "python": python_version(doc.get("python")),
     }
-    notes = (f"{path.name}: not times, left out: {', '.join(skipped)}",) if skipped else ()
-    return ImportedRun(
-        tool="asv",
-        source=str(path.resolve()),
+    return _run(
+        path,
+        "asv",
+        host=host,
+        results=results,
+        skipped=skipped,
         suite="asv",
         version=commit_version(doc.get("commit_hash"), when, path, _ASV),
         host_name=str(machine.get("machine")),
-        host={k: v for k, v in host.items() if v is not None},
-        results=tuple(results),
         started_ns=min(started) if started else None,
-        notes=notes,
     )
 
 
@@ -283,16 +311,16 @@ def _pb_file(path: Path) -> ImportedRun:
     notes = ()
     if commit.get("dirty"):
         notes = (f"{path.name}: measured on a tree with uncommitted changes (dirty)",)
-    return ImportedRun(
-        tool=_PB,
-        source=str(path.resolve()),
+    return _run(
+        path,
+        _PB,
+        host=host,
+        results=results,
+        notes=notes,
         suite=str(commit.get("project") or _PB),
         version=version,
         host_name=str(info.get("node") or "pytest-benchmark"),
-        host={k: v for k, v in host.items() if v is not None},
-        results=tuple(results),
         started_ns=iso_ns(doc.get("datetime")),
-        notes=notes,
     )
 
 
@@ -338,18 +366,17 @@ def read_pyperf(path: Path) -> list[ImportedRun]:
     version = (
         commit_version(meta.get("commit_id"), when, path, _PP) if meta.get("commit_id") else None
     )
-    notes = (f"{path.name}: not times, left out: {', '.join(skipped)}",) if skipped else ()
     return [
-        ImportedRun(
-            tool=_PP,
-            source=str(path.resolve()),
+        _run(
+            path,
+            _PP,
+            host=host,
+            results=results,
+            skipped=skipped,
             suite=_PP,
             version=version,
             host_name=str(meta.get("hostname") or "pyperf"),
-            host={k: v for k, v in host.items() if v is not None},
-            results=tuple(results),
             started_ns=iso_ns(meta.get("date")),
-            notes=notes,
         )
     ]
 
@@ -398,19 +425,18 @@ def read_data_js(path: Path) -> list[ImportedRun]:
             if not results:
                 continue
             date = item.get("date")
-            notes = (f"{suite} {commit.get('id', '')[:12]}: not times, left out: "
-                     f"{', '.join(skipped)}",) if skipped else ()  # fmt: skip
             runs.append(
-                ImportedRun(
-                    tool="github-action-benchmark",
-                    source=str(path.resolve()),
+                _run(
+                    path,
+                    "github-action-benchmark",
+                    host={},
+                    results=results,
+                    skipped=skipped,
+                    where=f"{suite} {commit.get('id', '')[:12]}",
                     suite=str(suite),
                     version=commit_version(commit.get("id"), when, path, _GA),
                     host_name="github-action-benchmark",
-                    host={},
-                    results=tuple(results),
                     started_ns=int(date) * 1_000_000 if isinstance(date, int | float) else None,
-                    notes=notes,
                 )
             )
     need(bool(runs), path, _GA, "at least one run with a time")

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ from .model import Mark
 from .series import order_versions
 
 if TYPE_CHECKING:
-    from .repository import Repository
+    from .repository import Filters, Repository
 
 __all__ = ["DEFAULT_LAST", "ExperimentPart", "Prior", "host_priors", "pool", "priors"]
 
@@ -145,24 +145,18 @@ def _shape(parts: Sequence[ExperimentPart]) -> ShapePrior | None:
 
 
 def priors(
-    repo: Repository,
-    *,
-    benchmark: str | None = None,
-    suite: str | None = None,
-    method: str | None = None,
-    host: str | None = None,
-    last: int = DEFAULT_LAST,
+    repo: Repository, *, last: int = DEFAULT_LAST, **filters: Unpack[Filters]
 ) -> list[Prior]:
     """The priors of every (suite, benchmark, method, host fingerprint) the filters
-    select (``host``: a fingerprint prefix), each from its last ``last`` experiments
-    after the marks (module doc). Sorted by suite, benchmark, method, host."""
+    select (:class:`Filters`), each from its last ``last`` experiments after the marks
+    (module doc). Sorted by suite, benchmark, method, host."""
     if last < 1:
         raise AnalysisError(f"the window needs at least 1 experiment, got {last}")
-    results = repo.results(benchmark=benchmark, suite=suite, method=method, host=host)
+    results = repo.results(**filters)
     if results.empty:
         return []
     known = {v.label: v for v in repo.versions()}
-    marks = repo.marks(benchmark)
+    marks = repo.marks(filters.get("benchmark"))
     values = repo.run_values()
     tables: dict[int, pd.DataFrame] = {}
     out = []

@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -25,6 +25,17 @@ from .model import ExperimentInfo, HostInfo, Mark, StoredVersion, Summary
 from .versions import Version, refuse_control_characters
 
 MARK_KINDS = ("change", "exclude")
+
+
+class Filters(TypedDict, total=False):
+    """What :meth:`Repository.results` selects, and with it the series, changes and
+    priors read from it: an exact ``benchmark``, ``suite`` and ``method``; ``host``: a
+    fingerprint prefix. A filter left out (or None) selects all."""
+
+    benchmark: str | None
+    suite: str | None
+    method: str | None
+    host: str | None
 
 
 class Repository:
@@ -201,7 +212,7 @@ class Repository:
     ) -> pd.DataFrame:
         """The compare rows of every experiment, with version labels, commits and host
         fingerprints (filters: exact benchmark, suite, method; host = fingerprint prefix)."""
-        where, params = _filters(benchmark=benchmark, suite=suite, method=method)
+        where, params = _filters("r", benchmark=benchmark, suite=suite, method=method)
         if host:
             where.append("h.fingerprint LIKE ?")
             params.append(host + "%")
@@ -214,14 +225,10 @@ class Repository:
             "FROM results r JOIN experiments e ON e.id = r.experiment_id "
             "JOIN hosts h ON h.id = r.host_id "
             "JOIN versions va ON va.id = r.version_a JOIN versions vb ON vb.id = r.version_b"
-            + (" WHERE " + " AND ".join(where) if where else "")
+            + _where(where)
             + " ORDER BY r.experiment_id, r.suite, r.benchmark, r.method, h.fingerprint"
         )
-        with guard(self.db):
-            cur = self.db.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            rows = cur.fetchall()
-        out = pd.DataFrame([tuple(r) for r in rows], columns=names)
+        out = self._frame(sql, params)
         for c in ("confidence", "threshold"):  # NULL before schema 3: still a number column
             out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
         return out
@@ -234,11 +241,13 @@ class Repository:
             "v.host_name, v.run, v.value, v.pairs, v.median_a_ns, v.median_b_ns "
             "FROM run_values v JOIN hosts h ON h.id = v.host_id"
         )
-        params: list[Any] = []
-        if experiment_id is not None:
-            sql += " WHERE v.experiment_id = ?"
-            params.append(experiment_id)
+        where, params = _filters("v", experiment_id=experiment_id)
+        sql += _where(where)
         sql += " ORDER BY v.experiment_id, v.suite, v.benchmark, v.method, h.fingerprint, v.run"
+        return self._frame(sql, params)
+
+    def _frame(self, sql: str, params: list[Any]) -> pd.DataFrame:
+        """The rows of a query, a column per selected name."""
         with guard(self.db):
             cur = self.db.execute(sql, params)
             names = [d[0] for d in cur.description]
@@ -312,12 +321,9 @@ class Repository:
             "SELECT m.id, m.benchmark, v.label, m.kind, m.note, m.suite, m.method, "
             "m.host_fingerprint, m.created_ns FROM marks m JOIN versions v ON v.id = m.version_id"
         )
-        params: list[Any] = []
-        if benchmark is not None:
-            sql += " WHERE m.benchmark = ?"
-            params.append(benchmark)
+        where, params = _filters("m", benchmark=benchmark)
         with guard(self.db):
-            rows = self.db.all(sql + " ORDER BY m.id", params)
+            rows = self.db.all(sql + _where(where) + " ORDER BY m.id", params)
         return [Mark(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], int(r[8])) for r in rows]
 
     def unmark(self, mark_id: int) -> None:
@@ -327,13 +333,18 @@ class Repository:
             self.db.execute("DELETE FROM marks WHERE id = ?", (mark_id,))
 
 
-def _filters(**kw: str | None) -> tuple[list[str], list[Any]]:
+def _filters(alias: str, **kw: Any) -> tuple[list[str], list[Any]]:
+    """The conditions ``alias.column = ?`` of the given (not None) values, and the values."""
     where, params = [], []
     for col, val in kw.items():
         if val is not None:
-            where.append(f"r.{col} = ?")
+            where.append(f"{alias}.{col} = ?")
             params.append(val)
     return where, params
+
+
+def _where(conditions: list[str]) -> str:
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
 def _exists(path: Path) -> bool:

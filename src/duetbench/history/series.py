@@ -19,14 +19,14 @@ else in the order the repository first saw them (docs/history.md, "Series").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Unpack
 
 import numpy as np
 import pandas as pd
 
 from ..schema import Verdict
-from .repository import Mark, Repository, StoredVersion
+from .repository import Filters, Mark, Repository, StoredVersion
 
 
 @dataclass(frozen=True, order=True)
@@ -40,12 +40,7 @@ class SeriesKey:
         return f"{self.suite}/{self.benchmark} [{self.method}, host {self.host[:8]}]"
 
     def to_json(self) -> dict[str, str]:
-        return {
-            "suite": self.suite,
-            "benchmark": self.benchmark,
-            "host": self.host,
-            "method": self.method,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -405,16 +400,9 @@ def _levels(rows: pd.DataFrame, ordered: list[str]) -> list[Level]:
     return out
 
 
-def series(
-    repo: Repository,
-    *,
-    benchmark: str | None = None,
-    suite: str | None = None,
-    host: str | None = None,
-    method: str | None = None,
-) -> list[Series]:
-    """``duet history show``: the series of the repository (filters as in
-    :meth:`Repository.results`), marks applied (excluded versions left out)."""
-    results = repo.results(benchmark=benchmark, suite=suite, method=method, host=host)
+def series(repo: Repository, **filters: Unpack[Filters]) -> list[Series]:
+    """``duet history show``: the series of the repository (:class:`Filters`), marks
+    applied (excluded versions left out)."""
+    results = repo.results(**filters)
     known = {v.label: v for v in repo.versions()}
-    return build_series(results, repo.run_values(), known, repo.marks(benchmark))
+    return build_series(results, repo.run_values(), known, repo.marks(filters.get("benchmark")))

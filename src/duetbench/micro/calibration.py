@@ -39,7 +39,7 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import repeat
 from time import perf_counter_ns
 from typing import Any
@@ -103,12 +103,7 @@ class Settings:
         )
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "min_sample_ns": self.min_sample_ns,
-            "resolution_multiple": self.resolution_multiple,
-            "overhead_multiple": self.overhead_multiple,
-            "max_evaluations": self.max_evaluations,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -144,15 +139,9 @@ class Calibration:
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """Every field by name; a trial as ``[evaluations, elapsed_ns]``."""
         return {
-            "evaluations": self.evaluations,
-            "told": self.told,
-            "target_ns": self.target_ns,
-            "per_evaluation_ns": self.per_evaluation_ns,
-            "resolution_ns": self.resolution_ns,
-            "timer_overhead_ns": self.timer_overhead_ns,
-            "call_overhead_ns": self.call_overhead_ns,
-            "settings": self.settings.to_json(),
+            **asdict(self),
             "trials": [[t.evaluations, t.elapsed_ns] for t in self.trials],
             "warnings": list(self.warnings),
         }

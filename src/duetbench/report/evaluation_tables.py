@@ -20,6 +20,15 @@ _BENCH = Column("benchmark", "benchmark")
 _METHOD = Column("method", "method")
 
 
+def _bench_method(multi: bool) -> tuple[Column, Column]:
+    """The benchmark (with its host when runs span several) and method columns of
+    :meth:`Table.listing` over records of ``KEY``."""
+    return (
+        Column("benchmark", "benchmark", get=lambda r: bench_label(r, multi)),
+        Column("method", "method", get=lambda r: str(r["method"])),
+    )
+
+
 def multi_host(ev: Evaluation) -> bool:
     """Whether the runs span several hosts (benchmarks are then labelled with theirs)."""
     return ev.tests["host"].nunique() > 1 if not ev.tests.empty else False
@@ -46,33 +55,27 @@ def _grid_columns(cols: list[float], kind: str, title: str = "m={}%") -> list[Co
 
 def speedup_table(ev: Evaluation) -> Table:
     """RQ1: runtime speedup of the duets over seqn."""
-    multi = multi_host(ev)
     span = "process lifetimes" if ev.settings.span == "process" else "iteration spans"
-    rows = tuple(
-        {
-            "benchmark": bench_label(r, multi),
-            "method": str(r["method"]),
-            "seqn_cost_ns": r["seqn_cost_ns"],
-            "duet_cost_ns": r["duet_cost_ns"],
-            "speedup": r["speedup"],
-            "runs": f"{r['seqn_runs']}/{r['duet_runs']}",
-        }
-        for r in sort_rows(ev.speedup, KEY).to_dict("records")
-    )
-    return Table(
-        name="speedup",
-        label="RQ1",
-        title="Runtime speedup over seqn (eq. 5.1; 2.00x is the limit)",
-        caption=f"cost per repetition from the {span}",
-        columns=(
-            _BENCH,
-            _METHOD,
-            Column("seqn_cost_ns", "seqn cost", "duration"),
-            Column("duet_cost_ns", "duet cost", "duration"),
-            Column("speedup", "speedup", "times"),
-            Column("runs", "runs seqn/duet", "text", align="right"),
+    columns = (
+        *_bench_method(multi_host(ev)),
+        Column("seqn_cost_ns", "seqn cost", "duration"),
+        Column("duet_cost_ns", "duet cost", "duration"),
+        Column("speedup", "speedup", "times"),
+        Column(
+            "runs",
+            "runs seqn/duet",
+            "text",
+            align="right",
+            get=lambda r: f"{r['seqn_runs']}/{r['duet_runs']}",
         ),
-        rows=rows,
+    )
+    return Table.listing(
+        "speedup",
+        "Runtime speedup over seqn (eq. 5.1; 2.00x is the limit)",
+        columns,
+        sort_rows(ev.speedup, KEY).to_dict("records"),
+        label="RQ1",
+        caption=f"cost per repetition from the {span}",
         empty="RQ1: needs seqn and duet runs",
     )
 
@@ -103,70 +106,51 @@ def overlap_table(ev: Evaluation) -> Table:
 
 def precision_table(ev: Evaluation) -> Table:
     """Observed precision per machine-second of each method (docs/adaptive.md)."""
-    rows = []
-    if not ev.precision.empty:
-        for r in sort_rows(ev.precision, ["suite", "benchmark", "method"]).to_dict("records"):
-            rows.append(
-                {
-                    "benchmark": str(r["benchmark"]),
-                    "method": str(r["method"]),
-                    "runs": r["runs"],
-                    "seconds_per_run": r["seconds_per_run"] * 1e9,
-                    "run_sd": r["run_sd"],
-                    "half_width_per_hour": r["half_width_per_hour"],
-                }
-            )
-    return Table(
-        name="precision",
-        title="Precision per machine-second of each method",
+    columns = (
+        *_bench_method(False),
+        Column("runs", "runs", "count"),
+        Column(
+            "seconds_per_run",
+            "machine time/run",
+            "duration",
+            get=lambda r: r["seconds_per_run"] * 1e9,
+        ),
+        Column("run_sd", "run SD (log)", "pct", digits=2),
+        Column("half_width_per_hour", "+- after 1 h", "pct", digits=2),
+    )
+    return Table.listing(
+        "precision",
+        "Precision per machine-second of each method",
+        columns,
+        sort_rows(ev.precision, ["suite", "benchmark", "method"]).to_dict("records"),
         caption="+- after 1 h: relative half-width of a 95 % interval after one machine-hour "
         "of that method at its observed spread and cost (lower is better; docs/adaptive.md)",
-        columns=(
-            _BENCH,
-            _METHOD,
-            Column("runs", "runs", "count"),
-            Column("seconds_per_run", "machine time/run", "duration"),
-            Column("run_sd", "run SD (log)", "pct", digits=2),
-            Column("half_width_per_hour", "+- after 1 h", "pct", digits=2),
-        ),
-        rows=tuple(rows),
     )
 
 
 def cv_table(ev: Evaluation) -> Table:
     """RQ3: coefficient of variation of the iteration times, per side."""
-    multi = multi_host(ev)
-    rows: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
     if not ev.cv.empty:
         cvw = ev.cv.pivot_table(
             index=KEY, columns="pair", values=["cv", "mean_ns"], aggfunc="first"
         ).reset_index()
         cvw.columns = ["_".join(str(x) for x in c if x) for c in cvw.columns]
-        for r in sort_rows(cvw, KEY).to_dict("records"):
-            rows.append(
-                {
-                    "benchmark": bench_label(r, multi),
-                    "method": str(r["method"]),
-                    "mean_a": r.get("mean_ns_A"),
-                    "cv_a": r.get("cv_A"),
-                    "mean_b": r.get("mean_ns_B"),
-                    "cv_b": r.get("cv_B"),
-                }
-            )
-    return Table(
-        name="cv",
+        records = sort_rows(cvw, KEY).to_dict("records")
+    columns = (
+        *_bench_method(multi_host(ev)),
+        Column("mean_a", "mean A", "duration", get=lambda r: r.get("mean_ns_A")),
+        Column("cv_a", "CV A", "pct", digits=1, get=lambda r: r.get("cv_A")),
+        Column("mean_b", "mean B", "duration", get=lambda r: r.get("mean_ns_B")),
+        Column("cv_b", "CV B", "pct", digits=1, get=lambda r: r.get("cv_B")),
+    )
+    return Table.listing(
+        "cv",
+        "Coefficient of variation of iteration times (4.3.1)",
+        columns,
+        records,
         label="RQ3",
-        title="Coefficient of variation of iteration times (4.3.1)",
         caption="std / mean per side",
-        columns=(
-            _BENCH,
-            _METHOD,
-            Column("mean_a", "mean A", "duration"),
-            Column("cv_a", "CV A", "pct", digits=1),
-            Column("mean_b", "mean B", "duration"),
-            Column("cv_b", "CV B", "pct", digits=1),
-        ),
-        rows=tuple(rows),
     )
 
 
@@ -287,33 +271,20 @@ def aa_overlap_table(ev: Evaluation) -> Table:
 
 def shuffle_table(ev: Evaluation) -> Table:
     """The duet paper's shuffle check: ratio-test CI width, paired vs re-paired at random."""
-    multi = multi_host(ev)
     sh = ev.shuffle.loc[ev.shuffle["test"] == "ratio"] if not ev.shuffle.empty else ev.shuffle
-    rows = tuple(
-        {
-            "benchmark": bench_label(r, multi),
-            "method": str(r["method"]),
-            "runs": r["runs"],
-            "width_paired": r["width_paired"],
-            "width_shuffled": r["width_shuffled"],
-            "width_ratio": r["width_ratio"],
-        }
-        for r in sort_rows(sh, KEY).to_dict("records")
+    columns = (
+        *_bench_method(multi_host(ev)),
+        Column("runs", "runs", "count"),
+        Column("width_paired", "width paired", "pct", digits=2),
+        Column("width_shuffled", "width shuffled", "pct", digits=2),
+        Column("width_ratio", "ratio", "ratio"),
     )
-    return Table(
-        name="shuffle",
-        title="Shuffle check (duet paper RQ2): ratio-test CI width, runs paired vs re-paired "
-        "at random",
+    return Table.listing(
+        "shuffle",
+        "Shuffle check (duet paper RQ2): ratio-test CI width, runs paired vs re-paired at random",
+        columns,
+        sort_rows(sh, KEY).to_dict("records"),
         caption="ratio > 1: pairing A and B of the same run cancels interference they share",
-        columns=(
-            _BENCH,
-            _METHOD,
-            Column("runs", "runs", "count"),
-            Column("width_paired", "width paired", "pct", digits=2),
-            Column("width_shuffled", "width shuffled", "pct", digits=2),
-            Column("width_ratio", "ratio", "ratio"),
-        ),
-        rows=rows,
     )
 
 

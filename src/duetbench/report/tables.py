@@ -9,8 +9,8 @@ the same number reads the same in every format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..options import CompareOptions
@@ -33,8 +33,9 @@ _LEFT_KINDS = ("text", "verdict", "health")
 @dataclass(frozen=True)
 class Column:
     """A column: ``key`` of the row value, ``title``, ``kind`` (``formatting.KINDS``),
-    ``align`` ("left" / "right"; default: left for text and verdicts), ``digits`` and the
-    text of a ``missing`` value."""
+    ``align`` ("left" / "right"; default: left for text and verdicts), ``digits``, the
+    text of a ``missing`` value, and ``get``: how :meth:`Table.listing` reads the value
+    from an item (None: the item's entry ``key`` of a mapping, else its attribute)."""
 
     key: str
     title: str
@@ -42,6 +43,7 @@ class Column:
     align: str = ""
     digits: int | None = None
     missing: str = "-"
+    get: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def left(self) -> bool:
@@ -49,6 +51,12 @@ class Column:
 
     def format(self, value: Any) -> str:
         return fmt.cell(self.kind, value, digits=self.digits, missing=self.missing)
+
+    def value(self, item: Any) -> Any:
+        """This column's raw value of ``item`` (see ``get``)."""
+        if self.get is not None:
+            return self.get(item)
+        return item.get(self.key) if isinstance(item, Mapping) else getattr(item, self.key)
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,15 @@ class Table:
     @property
     def heading(self) -> str:
         return f"{self.label}  {self.title}" if self.label else self.title
+
+    @classmethod
+    def listing(
+        cls, name: str, title: str, columns: Sequence[Column], items: Iterable[Any], **kw: Any
+    ) -> Table:
+        """A table of one row per item, each cell read by its column (:meth:`Column.value`)."""
+        columns = tuple(columns)
+        rows = tuple({c.key: c.value(item) for c in columns} for item in items)
+        return cls(name=name, title=title, columns=columns, rows=rows, **kw)
 
 
 # ---------------------------------------------------------------------- helpers

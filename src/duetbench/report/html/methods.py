@@ -182,17 +182,13 @@ def overlap_section(page: Page, ev: Evaluation) -> None:
     page.figure(
         {
             "data": data,
-            "layout": {
-                "title": {"text": "Relative overlap time of aduet runs by m"},
-                "xaxis": {"title": {"text": "minimum overlap ratio m (%)"}, "ticksuffix": " %"},
-                "yaxis": {
-                    "title": {"text": "relative overlap time (%)"},
-                    "ticksuffix": " %",
-                    "range": [0, 102],
-                },
-                "shapes": [vline],
-                "legend": {"title": {"text": "benchmark"}},
-            },
+            "layout": _by_m_layout(
+                "Relative overlap time of aduet runs by m",
+                "relative overlap time (%)",
+                [0, 102],
+                vline,
+                "benchmark",
+            ),
         },
         height=420,
         wide=False,
@@ -220,22 +216,31 @@ def overlap_section(page: Page, ev: Evaluation) -> None:
         page.figure(
             {
                 "data": data,
-                "layout": {
-                    "title": {"text": "A/A, aduet: judged neither slower nor faster, by m"},
-                    "xaxis": {"title": {"text": "minimum overlap ratio m (%)"}, "ticksuffix": " %"},
-                    "yaxis": {
-                        "title": {"text": "judged same (% of A/A benchmarks)"},
-                        "ticksuffix": " %",
-                        "range": [-3, 103],
-                    },
-                    "shapes": [vline],
-                    "legend": {"title": {"text": "test"}},
-                },
+                "layout": _by_m_layout(
+                    "A/A, aduet: judged neither slower nor faster, by m",
+                    "judged same (% of A/A benchmarks)",
+                    [-3, 103],
+                    vline,
+                    "test",
+                ),
             },
             height=420,
             wide=False,
         )
     page.end_section()
+
+
+def _by_m_layout(
+    title: str, ytitle: str, yrange: list[float], vline: dict[str, Any], legend: str
+) -> dict[str, Any]:
+    """The layout of a percentage by minimum overlap ratio m, the analysis's m marked."""
+    return {
+        "title": {"text": title},
+        "xaxis": {"title": {"text": "minimum overlap ratio m (%)"}, "ticksuffix": " %"},
+        "yaxis": {"title": {"text": ytitle}, "ticksuffix": " %", "range": yrange},
+        "shapes": [vline],
+        "legend": {"title": {"text": legend}},
+    }
 
 
 def speedup_section(page: Page, ev: Evaluation) -> None:
