@@ -228,9 +228,14 @@ benchmarks:
     chosen = {v["auto"]["chosen"] for v in stops.values()}
     assert len(chosen) == 1
     (method,) = chosen
+    scored: set[str] = set()
     for key, v in stops.items():
         choice = v["auto"]["choice"]
-        assert set(choice["scores"]) == {"seqn", "aduet", "sduet"}
+        # every method is piloted; one whose pilot runs were all left out (unbalanced
+        # sleeps on a busy CI machine: sduet once) is not scored
+        scored = set(choice["scores"])
+        assert method in scored and scored <= {"seqn", "aduet", "sduet"}, choice
+        assert len(scored) >= 2, choice
         if v["method"] == method:
             assert v["stopped"] in ("decided", "max_runs")
             # the pilot counts, first looked at with as many runs after it; or, after a
@@ -255,7 +260,7 @@ benchmarks:
     e = _cli("evaluate", root, "--format", "json")
     assert e.returncode == 0, e.stderr
     prec = {r["method"]: r for r in json.loads(e.stdout)["tables"]["precision"]}
-    assert set(prec) == {"seqn", "aduet", "sduet"}
+    assert scored <= set(prec) <= {"seqn", "aduet", "sduet"}
     assert all(r["half_width_per_hour"] > 0 and r["seconds_per_run"] > 0 for r in prec.values())
 
 

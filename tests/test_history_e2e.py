@@ -13,7 +13,10 @@ with `duet run --repo` or `duet history add`, both with `--git`, so the reposito
 knows each version's commit and date.
 
 The program is its own harness (`harness: generic`): it times each iteration of its
-loop and writes the CPU time the iteration took, with the wall-clock start and end.
+loop and writes the CPU time the iteration took, with the wall-clock start and end, and
+as `cpu_ns` and `runq_ns` its CPU time and run delay (docs/parsers.md): where the other
+side or other work time-sliced it, the analysis then compares the CPU time instead of
+leaving the run out as unbalanced (a CI run once left 2 of 6 out and missed a step).
 CPU time keeps the test independent of how busy this shared machine is (a loaded
 2-core VM stretches the wall time of a 10 ms loop by anything from 0 to 200 %); the
 history, series and detection code is the same whatever a harness measures.
@@ -52,16 +55,27 @@ static long long ns(clockid_t clock) {{
     clock_gettime(clock, &t);
     return t.tv_sec * 1000000000LL + t.tv_nsec;
 }}
+static long long runq(void) {{  /* the time ready to run but waiting for a CPU */
+    long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f) {{
+        if (fscanf(f, "%lld %lld", &run, &wait) != 2) wait = 0;
+        fclose(f);
+    }}
+    return wait;
+}}
 int main(void) {{
     FILE *out = fopen("out.csv", "w");
     if (!out) return 1;
-    fprintf(out, "start_ns,end_ns,duration_ns\\n");
+    fprintf(out, "start_ns,end_ns,duration_ns,cpu_ns,runq_ns\\n");
     for (int k = 0; k < ITERATIONS; k++) {{
+        long long q = runq();
         long long wall = ns(CLOCK_REALTIME), cpu = ns(CLOCK_PROCESS_CPUTIME_ID);
         volatile unsigned long s = 0;
         for (unsigned long i = 0; i < WORK; i++) s += i;
         long long cpu_end = ns(CLOCK_PROCESS_CPUTIME_ID), wall_end = ns(CLOCK_REALTIME);
-        fprintf(out, "%lld,%lld,%lld\\n", wall, wall_end, cpu_end - cpu);
+        long long cpu_ns = cpu_end - cpu;
+        fprintf(out, "%lld,%lld,%lld,%lld,%lld\\n", wall, wall_end, cpu_ns, cpu_ns, runq() - q);
     }}
     return fclose(out) != 0;
 }}

@@ -293,7 +293,12 @@ def test_a_micro_experiment_is_analysed_with_its_own_statistic_everywhere(
     rc, out = duet("compare", results["micro"], "--format", "json")
     rows = {r["method"]: r for r in json.loads(out)["rows"]}
     assert rows["seqn"]["run_stat"] == "min" and rows["inproc"]["run_stat"] == "median"
-    assert rows["seqn"]["verdict"] == rows["inproc"]["verdict"] == "slower"
+    # inproc times both in one process, alternately: B's 1.5x work is `slower` on any
+    # machine. seqn times them in turns in separate processes: on a CI machine whose vCPU
+    # ran one process 1.7x slower than the next (min of 40 samples, CPU time and wall
+    # alike), 4 run pairs read [-11 %, +161 %]: never the wrong direction
+    assert rows["inproc"]["verdict"] == "slower"
+    assert rows["seqn"]["verdict"] in ("slower", "no change detected"), rows["seqn"]
     # the other statistic gives other numbers: the comparison above is not vacuous
     rc, out = duet("compare", results["micro"], "--format", "json", "--run-stat", "median")
     median = {r["method"]: r for r in json.loads(out)["rows"]}
