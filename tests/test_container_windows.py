@@ -181,7 +181,12 @@ def test_a_sduet_side_waits_asleep_and_one_spinning_is_credited_its_iterations_o
     rows = compare(process(root).table, measure="cpu").to_dict("records")
     assert {row["benchmark"] for row in rows} == {"asleep", "spin"}
     for row in rows:
-        print(row["benchmark"], row["change"], row["measure_source"])
-        assert row["measure"] == "cpu" and row["measure_source"] == "run", row
-        assert 1.6 < row["change"] < (2.4 if row["benchmark"] == "asleep" else 4.0), row
+        print(row["benchmark"], row["change"], row["measure_source"], row["measure_reason"])
+        if row["benchmark"] == "asleep" or row["measure"] == "cpu":
+            assert row["measure"] == "cpu" and row["measure_source"] == "run", row
+            assert 1.6 < row["change"] < (2.4 if row["benchmark"] == "asleep" else 4.0), row
+        else:  # a spinning side, late at its go on a loaded machine, then fills too
+            # little of its window for its group's CPU time to be its iterations' (once in
+            # CI: 45 %): wall time, and said why
+            assert row["measure_reason"] == "not-filled", row
     assert_nothing_left(name)

