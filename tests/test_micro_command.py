@@ -56,11 +56,12 @@ def test_known_2x_measured_with_each_method(known: Path) -> None:
     # On 2026-11-29 the same VM, quiet, read aduet 2.05-2.16, sduet 1.99-2.09 and seqn
     # 1.76-1.98 in three tries of this test, on this code and on the code before it (and
     # sduet 1.936 in a CI run: its runs' minima 1.82-2.08): its vCPUs' speeds then moved
-    # within a run faster than the sides swap CPUs. So here the bounds catch a wrong count,
-    # a lost side or a swapped ratio, not a slow vCPU: 2.0 within 10 % (seqn 15 %).
+    # within a run faster than the sides swap CPUs (seqn, whose sides never meet, 1.66 in
+    # a CI run). So here the bounds catch a wrong count, a lost side or a swapped ratio,
+    # not a slow vCPU: 2.0 within 10 % (seqn 25 %).
     for method in ("aduet", "sduet"):
         assert ratios[method] == pytest.approx(2.0, rel=0.10), (method, ratios)
-    assert ratios["seqn"] == pytest.approx(2.0, rel=0.15), ratios
+    assert ratios["seqn"] == pytest.approx(2.0, rel=0.25), ratios
     assert {r["verdict"] for r in doc["rows"]} == {"slower"}
     # pinned duets took turns on both CPUs (docs/micro.md, "Placement")
     metas = list((known / "results" / "micro" / "runs").glob("*/*/micro-meta.json"))
