@@ -131,7 +131,7 @@ benchmarks:
     # that the anti-correlated failure, a 2x read as faster or barely slower, is gone.
     # sduet: in every iteration the shorter side (A) ends first and waits at the
     # handshake. Asleep, it would leave B's second half beside the intruder alone (B/A
-    # ~ 5/3); it spins by default (docs/sync.md, "Waiting: spin or block"), but three
+    # ~ 5/3); it spins by default (docs/sync.md, "Waiting: fill, spin or block"), but three
     # busy processes on 2 unpinned CPUs are not shared evenly either, so sduet still
     # read 1.56-2.08 here (docs/performance.md, "sduet with iterations of different
     # length"). On a machine with only the intruder,

@@ -649,7 +649,8 @@ def _waiter_cpu_s(tmp_path: Path, kind: str, mode: str | None) -> float:
                 [binary, tmp_path / "x.csv", "1"], env=env, stderr=subprocess.PIPE
             )
             _pid, status, usage = os.wait4(proc.pid, 0)
-            assert os.waitstatus_to_exitcode(status) == 1, proc.stderr.read() if proc.stderr else ""
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+            assert proc.returncode == 1, proc.stderr.read() if proc.stderr else ""
             proc.stderr and proc.stderr.close()
             return usage.ru_utime + usage.ru_stime
         micro = REPO / "src" / "duetbench" / "micro"
@@ -673,7 +674,7 @@ def test_a_waiting_side_keeps_its_cpu_busy_unless_told_to_block(tmp_path: Path, 
     it would leave its CPU idle for the second part of the longer side's iteration, which
     then runs faster than its first part: a known 2x read as 2.15-2.2 on a quiet 2-CPU
     machine and as 1.4-1.8 beside a busy intruder. Spinning (the default) keeps the
-    other side's surroundings alike all through (docs/sync.md, "Waiting: spin or block").
+    other side's surroundings alike all through (docs/sync.md, "Waiting: fill, spin or block").
     Bounds leave room for a busy machine: a spinning wait gets at least a share of a CPU."""
     spin = _waiter_cpu_s(tmp_path, kind, None)
     block = _waiter_cpu_s(tmp_path, kind, "block")
@@ -681,3 +682,11 @@ def test_a_waiting_side_keeps_its_cpu_busy_unless_told_to_block(tmp_path: Path, 
     assert block < 0.1 * _WAIT_S, (spin, block)
     with pytest.raises(SyncError, match="DUET_SYNC_WAIT"):
         SyncClient.from_env({"DUET_SYNC_DIR": "/x", "DUET_PAIR": "A", "DUET_SYNC_WAIT": "nap"})
+
+
+@pytest.mark.parametrize("kind", ["client", "micro", "c"])
+def test_fill_is_a_busy_wait_everywhere(tmp_path: Path, kind: str) -> None:
+    """DUET_SYNC_WAIT=fill is the micro worker's default (its samples' function runs while
+    it waits, tests/test_micro_fill.py); a client with no function to run -- the generic
+    client, the C helper, the worker's wait without a filler -- spins instead of failing."""
+    assert _waiter_cpu_s(tmp_path, kind, "fill") > 0.25 * _WAIT_S

@@ -9,8 +9,8 @@ timeout, or forever when there is none.
 *Every* side still running must be idle, not just one: in an unsynchronized duet one
 side may idle by design while the other computes. A deadlocked side in a duet is
 therefore stopped when its peer is idle too or has finished. In a synchronized duet a
-side that waits at the handshake for its *go* spins (docs/sync.md, "Waiting: spin or
-block"): it is busy but not working, so it is left out of the judgement while the
+side that waits at the handshake for its *go* spins (docs/sync.md, "Waiting: fill, spin
+or block"): it is busy but not working, so it is left out of the judgement while the
 coordinator knows it waits, and a peer that deadlocked is stopped all the same.
 
 A side's CPU time is read by a *probe* the executor chooses: for local sides the user

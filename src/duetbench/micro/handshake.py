@@ -5,7 +5,8 @@ library only because the worker runs in the side's own interpreter, where
 duetbench is not installed (and ``duetbench/sync`` imports the rest of the
 package). Python 3.8 syntax. Before each sample: open ``go.<PAIR>`` read-only
 and non-blocking, write ``<PAIR>\\n`` to ``ready``, wait (poll) for ``go\\n`` --
-spinning unless ``DUET_SYNC_WAIT=block``.
+busy unless ``DUET_SYNC_WAIT=block``: running the benchmark's own calls while the
+wait is expected to last (``fill``, the default here), then polling (``spin``).
 After the last sample: ``<PAIR> done\\n``. No file stays open between calls.
 """
 
@@ -17,15 +18,22 @@ import os
 import re
 import select
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 ENV_DIR = "DUET_SYNC_DIR"
 ENV_PAIR = "DUET_PAIR"
 ENV_TIMEOUT = "DUET_SYNC_TIMEOUT"
-ENV_WAIT = "DUET_SYNC_WAIT"  # spin (default) or block: docs/sync.md, "Waiting: spin or block"
+ENV_WAIT = (
+    "DUET_SYNC_WAIT"  # fill (default), spin or block: docs/sync.md, "Waiting: fill, spin or block"
+)
+WAIT_MODES = ("fill", "spin", "block")
 DEFAULT_TIMEOUT_S = 600.0
 GO_LINE = b"go\n"
 _PAIR_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def _before(deadline: float | None) -> bool:
+    return deadline is None or time.monotonic() < deadline
 
 
 class HandshakeError(Exception):
@@ -36,12 +44,13 @@ class Handshake:
     """Ready/go with the coordinator of a synchronous duet; see the module docstring."""
 
     def __init__(
-        self, directory: str, pair: str, timeout_s: float | None, spin: bool = True
+        self, directory: str, pair: str, timeout_s: float | None, wait: str = "fill"
     ) -> None:
         self.directory = directory
         self.pair = pair
         self.timeout_s = timeout_s  # None: wait forever
-        self.spin = spin  # keep the CPU busy while waiting for go
+        self.spin = wait != "block"  # keep the CPU busy while waiting for go
+        self.fill = wait == "fill"  # ... with the benchmark's own calls where they fit
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Handshake | None:
@@ -59,19 +68,21 @@ class Handshake:
             timeout = math.nan
         if not math.isfinite(timeout) or timeout < 0:
             raise HandshakeError(f"{ENV_TIMEOUT}={text!r} is not a number of seconds >= 0")
-        wait = environ.get(ENV_WAIT, "").strip() or "spin"
-        if wait not in ("spin", "block"):
-            raise HandshakeError(f"{ENV_WAIT}={wait!r} must be 'spin' or 'block'")
-        return cls(directory, pair, None if timeout == 0 else timeout, wait == "spin")
+        wait = environ.get(ENV_WAIT, "").strip() or "fill"
+        if wait not in WAIT_MODES:
+            raise HandshakeError(f"{ENV_WAIT}={wait!r} must be 'fill', 'spin' or 'block'")
+        return cls(directory, pair, None if timeout == 0 else timeout, wait)
 
-    def wait(self) -> None:
-        """Say ready; return when the coordinator says go."""
+    def wait(self, fill: Callable[[], bool] | None = None) -> None:
+        """Say ready; return when the coordinator says go. ``fill`` (a busy wait only):
+        called while go has not come; it runs one of the benchmark's own calls and
+        returns True, or returns False to poll for the rest of this wait."""
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         go_path = os.path.join(self.directory, "go." + self.pair)
         go_fd = self._open(go_path, os.O_RDONLY)  # before ready: a gone coordinator is a hang-up
         try:
             self._send((self.pair + "\n").encode("ascii"))
-            self._receive(go_fd, go_path, deadline)
+            self._receive(go_fd, go_path, deadline, fill if self.spin else None)
         finally:
             os.close(go_fd)
 
@@ -106,7 +117,9 @@ class Handshake:
         finally:
             os.close(fd)
 
-    def _receive(self, fd: int, path: str, deadline: float | None) -> None:
+    def _receive(
+        self, fd: int, path: str, deadline: float | None, fill: Callable[[], bool] | None
+    ) -> None:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         line = b""
@@ -117,7 +130,10 @@ class Handshake:
                 wait_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
             if self.spin:  # busy until go: the other side is never timed beside an idle CPU
                 ready = poller.poll(0)
-                while not ready and (deadline is None or time.monotonic() < deadline):
+                while not ready and fill is not None and _before(deadline) and fill():
+                    ready = poller.poll(0)
+                fill = None  # a line's later bytes come at once
+                while not ready and _before(deadline):
                     ready = poller.poll(0)
             else:
                 ready = poller.poll(wait_ms)

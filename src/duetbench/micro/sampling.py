@@ -137,6 +137,87 @@ class Samples:
         self.file.close()
 
 
+class Filler:
+    """The benchmark's own calls while a side of a synchronous duet waits for its go
+    (``DUET_SYNC_WAIT=fill``, the default; docs/sync.md, "Waiting: fill, spin or block").
+
+    The shorter side of a sduet waits at every handshake while the longer one finishes.
+    Code that waited in anything else (a poll loop, a sleep, a C loop) ran its next sample
+    slower than code that ran on: on the project's VM the shorter side of a known 2x
+    read 8.0-8.4 ms a sample against 7.3-7.8 ms when it ran its own calls while waiting,
+    and the ratio read 4-8 % low (docs/measurements/sduet-fill.md). So while the wait is
+    expected to last, the side runs the benchmark's own calls, untimed (with the
+    ``prepare`` of a setup, where there is one) and the GC as the user left it.
+
+    The expected wait is the median of the last :attr:`MEMORY` waits -- one long wait (the
+    other side preempted once) does not start the filling. A wait is known exactly when
+    it ended in polling; when the go came during a call, it ended somewhere in that call,
+    and the expectation is kept where it fits there (moved to the call's nearer end where
+    not). A call starts only while it should end within a quarter of a call after the
+    expected go: a side runs on at most about one call into the other's next sample, and
+    sides that take about as long never fill (their waits are jitter). After
+    :attr:`PROBE` waits in a row that ended during a call, one wait is polled to measure
+    it exactly (a wait that shrank is seen). A call that raises ends the filling for the
+    run (``error``); the samples go on."""
+
+    MEMORY = 5
+    PROBE = 8
+
+    def __init__(self, fn: Any, prepare: Any = None, clock: Any = time.perf_counter_ns) -> None:
+        self.fn, self.prepare, self.clock = fn, prepare, clock
+        self.call_ns = 0  # one call's duration; 0 until a sample was taken
+        self.waits: list[int] = []  # the last MEMORY waits, oldest first
+        self.expected_ns = 0  # how long the next wait should last
+        self.calls = 0
+        self.error: str | None = None
+        self.start = 0
+        self.last: tuple[int, int] | None = None  # the last call, ns since arm()
+        self.declined = False
+        self.inexact = 0  # waits in a row that ended during a call
+
+    def arm(self, sample_ns: int | None = None, evaluations: int = 1) -> None:
+        """Before a handshake; ``sample_ns``: the sample just taken (``evaluations`` calls)."""
+        if sample_ns is not None:
+            self.call_ns = max(1, sample_ns // max(1, evaluations))
+        self.start, self.last, self.declined = self.clock(), None, False
+
+    def __call__(self) -> bool:
+        now = self.clock()
+        waited = now - self.start
+        if (
+            self.error is not None
+            or not self.call_ns
+            or self.inexact >= self.PROBE
+            or waited + self.call_ns > self.expected_ns + self.call_ns // 4
+        ):
+            self.declined = True
+            return False
+        try:
+            (self.prepare() if self.prepare is not None else self.fn)()
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"[:300]
+            self.declined = True
+            return False
+        self.last = (waited, self.clock() - self.start)
+        self.calls += 1
+        return True
+
+    def settle(self) -> None:
+        """After the go: learn how long this wait lasted."""
+        waited = self.clock() - self.start
+        if self.last is not None and not self.declined:
+            # the go came during the last call: keep the expectation if it fits there
+            waited = min(max(self.expected_ns, self.last[0]), self.last[1])
+            self.inexact += 1
+        else:
+            self.inexact = 0
+        self.waits = [*self.waits[1 - self.MEMORY :], waited]
+        self.expected_ns = sorted(self.waits)[len(self.waits) // 2]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"calls": self.calls, "error": self.error}
+
+
 def sample_loop(
     args: Any,
     h: dict[str, Any],
@@ -147,10 +228,15 @@ def sample_loop(
     handshake: Any,
     swap: Any = None,
     prepare: Any = None,
+    meta: dict[str, Any] | None = None,
 ) -> None:
     """``prepare``: called before each sample (before its handshake, untimed), returns the
-    callable that sample times (pytest-benchmark's ``pedantic(setup=...)``)."""
+    callable that sample times (pytest-benchmark's ``pedantic(setup=...)``). ``meta``
+    (micro-meta.json's document) gets ``fill``: the calls run while waiting
+    (:class:`Filler`)."""
     cpu_clock = CpuClock()
+    filler = Filler(fn, prepare) if handshake is not None and handshake.fill else None
+    elapsed: int | None = None
     try:
         time_sample = h["calibration"].time_sample
         failure = h["discovery"].UserCodeFailure
@@ -176,7 +262,11 @@ def sample_loop(
                     if isinstance(exc, KeyboardInterrupt):
                         raise
                     raise failure("setup", exc) from exc
-            if handshake is not None:
+            if filler is not None:
+                filler.arm(elapsed, evaluations if prepare is None else 1)
+                handshake.wait(filler)
+                filler.settle()
+            elif handshake is not None:
                 handshake.wait()
             if swap is not None:  # after the go: both sides of a sduet cross a period together
                 swap.place()
@@ -199,6 +289,8 @@ def sample_loop(
                 measured += 1
     finally:
         cpu_clock.close()
+        if filler is not None and meta is not None:
+            meta["fill"] = filler.to_json()
 
 
 def sample_callable(
@@ -247,11 +339,12 @@ def sample_callable(
     options = SimpleNamespace(samples=samples, budget=budget_s, warmup=warmup, keep_gc=keep_gc)
     rows = Samples(output)
     try:
-        sample_loop(options, h, rows, fn, evaluations, timeout, handshake, swap, prepare)
+        sample_loop(options, h, rows, fn, evaluations, timeout, handshake, swap, prepare, info)
     finally:
         rows.close()
         if swap is not None:
             info["cpu_swap"] = swap.to_json()
+        if swap is not None or "fill" in info:
             write_json(output, META_FILE, info)
         if handshake is not None and last:
             try:

@@ -340,11 +340,12 @@ def _measure(
     sampling.write_json(ctx.output, sampling.META_FILE, info)
     try:
         fn, evaluations = prepared.fn, calibration.evaluations
-        sampling.sample_loop(args, h, samples, fn, evaluations, timeout, handshake, swap)
+        sampling.sample_loop(args, h, samples, fn, evaluations, timeout, handshake, swap, meta=info)
     finally:
         samples.close()
         if swap is not None:
             info["cpu_swap"] = swap.to_json()
+        if swap is not None or "fill" in info:
             sampling.write_json(ctx.output, sampling.META_FILE, info)
         if handshake is not None:
             try:

@@ -60,7 +60,7 @@ def _spin_poll(poller: select.poll, deadline: float | None) -> list[tuple[int, i
 
     A side that slept here would leave its CPU idle while the other side finishes
     its (longer) iteration, so the longer side's iterations would be timed half
-    beside a busy CPU and half beside an idle one (docs/sync.md, "Waiting: spin
+    beside a busy CPU and half beside an idle one (docs/sync.md, "Waiting: fill, spin
     or block")."""
     while True:
         events = poller.poll(0)

@@ -15,7 +15,8 @@
  * Environment: DUET_SYNC_DIR (unset or empty: not a synchronous duet, both calls
  * return DUET_SYNC_OK at once), DUET_PAIR (A or B), DUET_SYNC_TIMEOUT (seconds
  * to wait for go, default 600, 0 = forever), DUET_SYNC_WAIT (spin, the default:
- * wait for go busy; block: asleep in poll()). Protocol: duetbench docs/sync.md.
+ * wait for go busy; block: asleep in poll(); fill, which has no benchmark to call
+ * here: spin). Protocol: duetbench docs/sync.md.
  *
  * Return values: DUET_SYNC_OK (0), DUET_SYNC_TIMEOUT (1: no go in time),
  * DUET_SYNC_ERROR (2: bad environment, no coordinator, coordinator gone); on
@@ -103,9 +104,9 @@ static inline int duet_sync__configure(struct duet_sync__config *c, char *err, s
     if (t != NULL && t[0] != '\0') {
         if (strcmp(t, "block") == 0)
             c->spin = 0;
-        else if (strcmp(t, "spin") != 0)
+        else if (strcmp(t, "spin") != 0 && strcmp(t, "fill") != 0)
             return duet_sync__fail(err, errlen, DUET_SYNC_ERROR,
-                                   "DUET_SYNC_WAIT='%s' must be spin or block", t);
+                                   "DUET_SYNC_WAIT='%s' must be fill, spin or block", t);
     }
     if (snprintf(c->ready, sizeof c->ready, "%s/ready", c->dir) >= (int)sizeof c->ready ||
         snprintf(c->go, sizeof c->go, "%s/go.%s", c->dir, c->pair) >= (int)sizeof c->go)

@@ -18,9 +18,11 @@ ENV_TIMEOUT = "DUET_SYNC_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
 #: Environment variable: how a side waits for *go*: ``spin`` (default: keeps its CPU
 #: busy, so the other side is timed beside a busy CPU all through the iteration) or
-#: ``block`` (sleeps in poll()); docs/sync.md, "Waiting: spin or block".
+#: ``block`` (sleeps in poll()); docs/sync.md, "Waiting: fill, spin or block".
 ENV_WAIT = "DUET_SYNC_WAIT"
-WAIT_MODES = ("spin", "block")
+#: ``fill`` (the micro worker's default: the benchmark's own calls, then polling) is a
+#: spinning wait for a client that has no benchmark of its own to call
+WAIT_MODES = ("spin", "block", "fill")
 DEFAULT_WAIT = "spin"
 
 READY_NAME = "ready"
@@ -43,8 +45,8 @@ def parse_wait(text: str | None) -> bool:
     """Whether ``DUET_SYNC_WAIT`` (``None``/empty: the default) asks for a spinning wait."""
     mode = (text or "").strip() or DEFAULT_WAIT
     if mode not in WAIT_MODES:
-        raise SyncError(f"{ENV_WAIT}={text!r} must be 'spin' or 'block' (docs/sync.md)")
-    return mode == "spin"
+        raise SyncError(f"{ENV_WAIT}={text!r} must be 'fill', 'spin' or 'block' (docs/sync.md)")
+    return mode != "block"
 
 
 def check_pair(pair: str) -> str:
