@@ -391,7 +391,10 @@ def test_runs_slower_than_planned_keep_their_pace_with_fewer_samples(tmp_path: P
                 per_side.add(sum(r["phase"] == "sample" for r in csv.DictReader(f)))
         assert len(per_side) == 1, (run, per_side)  # both sides took the same samples
         counts.append(per_side.pop())
-    # the first run took every planned sample, the next about half of them (a third run,
-    # there when the machine allows it within the budget's tolerance, as many)
+    # the first run took every planned sample, the next about half of them; a third run,
+    # there when the machine allows it within the budget's tolerance, fewer than planned
+    # too (quietly about half again; after a second run squeezed to a quarter by a busy
+    # moment, three quarters: 5000, 1260, 3782 once on a loaded CI)
     assert len(counts) >= 2, counts
-    assert all(c <= 0.7 * counts[0] for c in counts[1:]), counts
+    assert counts[1] <= 0.7 * counts[0], counts
+    assert all(c < 0.9 * counts[0] for c in counts[2:]), counts
