@@ -15,9 +15,12 @@ ratios -- what "B is 1.10x slower" means for the code itself, without the proces
 pytest or duetbench around it. A try's error is its ratio over the reference's.
 
 Conditions: ``quiet`` (the machine as it is) and ``one`` (one busy Python loop beside
-the session, benchmarks/busy_loops.py).
+the session, benchmarks/busy_loops.py). ``--waits fill,spin`` runs every try once with
+each way a sduet side waits for its go (``DUET_SYNC_WAIT``, docs/sync.md, "Waiting:
+fill, spin or block"), interleaved.
 
     python benchmarks/pytest_accuracy.py --tries 3 --conditions quiet,one --json out.json
+    python benchmarks/pytest_accuracy.py --waits fill,spin --tries 3 --json out.json
     python benchmarks/pytest_accuracy.py --quick       # one try, quiet, 30 s budget
 """
 
@@ -123,7 +126,7 @@ def reference(pairs: int = 300) -> dict[tuple[str, str], float]:
     return out
 
 
-def session(budget: str) -> tuple[dict[str, dict[str, Any]], float]:
+def session(budget: str, wait: str = "") -> tuple[dict[str, dict[str, Any]], float]:
     """One duet session of the suite: its rows by test name, and its wall time."""
     with tempfile.TemporaryDirectory(prefix="pytest-accuracy-") as tmp:
         root = Path(tmp)
@@ -136,12 +139,21 @@ def session(budget: str) -> tuple[dict[str, dict[str, Any]], float]:
              "--duet-a", str(EXAMPLE / "v_a"), "--duet-b", str(EXAMPLE / "v_b"),
              "--duet-budget", budget, "--duet-format", "json", "--duet-report", str(report)],
             cwd=root, capture_output=True, text=True,
+            env={**os.environ, "DUET_SYNC_WAIT": wait} if wait else None,
         )  # fmt: skip
         wall = time.monotonic() - start
         if not report.is_file():
             raise SystemExit(f"the session failed:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
         rows = {str(r["benchmark"]): r for r in json.loads(report.read_text())["rows"]}
         return rows, wall
+
+
+def parse_with_json(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """``ap``'s arguments with a study's ``--json`` (write the records) and ``--from-json``
+    (print the table of an earlier one)."""
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--from-json", type=Path, help="print the table of an earlier --json")
+    return ap.parse_args()
 
 
 def kind_and_variant(name: str) -> tuple[str, str]:
@@ -158,10 +170,9 @@ def main() -> None:
     ap.add_argument("--tries", type=int, default=3)
     ap.add_argument("--conditions", default="quiet,one")
     ap.add_argument("--budget", default="60s")
+    ap.add_argument("--waits", default="", help="e.g. fill,spin: DUET_SYNC_WAIT of the sessions")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--from-json", type=Path, help="print the table of an earlier --json")
-    args = ap.parse_args()
+    args = parse_with_json(ap)
     if args.from_json:
         summarize(json.loads(args.from_json.read_text())["records"])
         return
@@ -169,34 +180,51 @@ def main() -> None:
         args.tries, args.conditions, args.budget = 1, "quiet", "30s"
     records: list[dict[str, Any]] = []
     refs: list[dict[str, float]] = []
+    waits = args.waits.split(",") if args.waits else [""]
     for condition in args.conditions.split(","):
         for t in range(args.tries):
             with busy_loops(condition):
                 ref = reference()
-                rows, wall = session(args.budget)
+                sessions = {
+                    wait: session(args.budget, wait)
+                    for wait in (waits if t % 2 == 0 else waits[::-1])
+                }
             refs.append({f"{v}_{s}": r for (v, s), r in ref.items()})
-            for name, row in sorted(rows.items()):
-                kind, variant = kind_and_variant(name)
-                truth = ref[(variant, SIZES[kind])]
-                measured = 1.0 + float(row["change"])
-                records.append({
-                    "condition": condition, "try": t, "kind": kind, "variant": variant,
-                    "reference": truth, "measured": measured, "error": measured / truth - 1.0,
-                    "ci_low": 1.0 + float(row["ci_low"]), "ci_high": 1.0 + float(row["ci_high"]),
-                    "verdict": row["verdict"], "runs": row["runs"], "wall_s": wall,
-                })  # fmt: skip
-                print(
-                    f"{condition:6} try {t}  {kind:16} {variant:4} reference {truth:.3f}  "
-                    f"measured {measured:.3f} [{1 + float(row['ci_low']):.3f}, "
-                    f"{1 + float(row['ci_high']):.3f}]  error {measured / truth - 1:+.1%}  "
-                    f"{row['verdict']}  ({row['runs']} runs, session {wall:.0f} s)",
-                    flush=True,
-                )
+            for wait, (rows, wall) in sessions.items():
+                keep(records, rows, ref, wall, condition + (f"/{wait}" if wait else ""), t)
     summarize(records)
     if args.json:
         doc = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                "load": os.getloadavg(), "budget": args.budget, "references": refs, "records": records}  # fmt: skip
         args.json.write_text(json.dumps(doc, indent=1))
+
+
+def keep(
+    records: list[dict[str, Any]],
+    rows: dict[str, dict[str, Any]],
+    ref: dict[tuple[str, str], float],
+    wall: float,
+    condition: str,
+    t: int,
+) -> None:
+    """One session's rows as records, each printed."""
+    for name, row in sorted(rows.items()):
+        kind, variant = kind_and_variant(name)
+        truth = ref[(variant, SIZES[kind])]
+        measured = 1.0 + float(row["change"])
+        records.append({
+            "condition": condition, "try": t, "kind": kind, "variant": variant,
+            "reference": truth, "measured": measured, "error": measured / truth - 1.0,
+            "ci_low": 1.0 + float(row["ci_low"]), "ci_high": 1.0 + float(row["ci_high"]),
+            "verdict": row["verdict"], "runs": row["runs"], "wall_s": wall,
+        })  # fmt: skip
+        print(
+            f"{condition:6} try {t}  {kind:16} {variant:4} reference {truth:.3f}  "
+            f"measured {measured:.3f} [{1 + float(row['ci_low']):.3f}, "
+            f"{1 + float(row['ci_high']):.3f}]  error {measured / truth - 1:+.1%}  "
+            f"{row['verdict']}  ({row['runs']} runs, session {wall:.0f} s)",
+            flush=True,
+        )
 
 
 def summarize(records: list[dict[str, Any]]) -> None:
@@ -220,6 +248,25 @@ def summarize(records: list[dict[str, Any]]) -> None:
         print(
             f"| {condition} | {kind} | {VARIANTS[variant]:.2f}x | {ref:.3f} | {measured} | {runs} | {worst:+.1%} | {within} of {len(rs)} | {covered} of {len(rs)} |"
         )
+    by_ratio(records)
+
+
+def by_ratio(records: list[dict[str, Any]]) -> None:
+    """Per condition and known ratio, all test kinds and tries together."""
+    print("\n| condition | ratio | rows | mean error | within 3 % | interval holds the reference |")
+    print("|---|---|---|---|---|---|")
+    for condition in sorted({r["condition"] for r in records}):
+        for variant in VARIANTS:
+            rs = [r for r in records if r["condition"] == condition and r["variant"] == variant]
+            if not rs:
+                continue
+            within = sum(abs(r["error"]) <= 0.03 for r in rs)
+            covered = sum(r["ci_low"] <= r["reference"] <= r["ci_high"] for r in rs)
+            print(
+                f"| {condition} | {VARIANTS[variant]:.2f}x | {len(rs)} | "
+                f"{statistics.mean(r['error'] for r in rs):+.1%} | {within} of {len(rs)} | "
+                f"{covered} of {len(rs)} |"
+            )
 
 
 if __name__ == "__main__":
