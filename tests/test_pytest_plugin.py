@@ -114,6 +114,9 @@ def test_the_known_10_percent_is_slower_within_3_percent_and_the_aa_pair_same(
         for folder in ("t000", "t001"):
             meta = json.loads((run / "A" / folder / "micro-meta.json").read_text())
             assert meta["handshake"] is True and meta["extra_info"] == {"steps": 3000}  # v_a's
+            # a side waiting for its go may run the test's own calls (docs/sync.md, "Waiting:
+            # fill, spin or block"); none raised, and every sample still starts after its go
+            assert meta["fill"]["error"] is None and meta["fill"]["calls"] >= 0
             samples = {}
             for side in ("A", "B"):
                 with open(run / side / folder / "micro-samples.csv") as f:
