@@ -23,9 +23,8 @@ from collections.abc import Callable, Mapping
 ENV_DIR = "DUET_SYNC_DIR"
 ENV_PAIR = "DUET_PAIR"
 ENV_TIMEOUT = "DUET_SYNC_TIMEOUT"
-ENV_WAIT = (
-    "DUET_SYNC_WAIT"  # fill (default), spin or block: docs/sync.md, "Waiting: fill, spin or block"
-)
+#: fill (the default here), spin or block: docs/sync.md, "Waiting: fill, spin or block"
+ENV_WAIT = "DUET_SYNC_WAIT"
 WAIT_MODES = ("fill", "spin", "block")
 DEFAULT_TIMEOUT_S = 600.0
 GO_LINE = b"go\n"

@@ -112,6 +112,7 @@ class Samples:
     """micro-samples.csv, one row per sample, flushed per row (``paired``: with the side)."""
 
     def __init__(self, directory: str, paired: bool = False) -> None:
+        self.directory = directory
         self.file = open(os.path.join(directory, SAMPLES_FILE), "w", encoding="utf-8", buffering=1)
         self.file.write(",".join(PAIRED_COLUMNS if paired else COLUMNS) + "\n")
         self.index: dict[str, int] = {}
@@ -231,9 +232,9 @@ def sample_loop(
     meta: dict[str, Any] | None = None,
 ) -> None:
     """``prepare``: called before each sample (before its handshake, untimed), returns the
-    callable that sample times (pytest-benchmark's ``pedantic(setup=...)``). ``meta``
-    (micro-meta.json's document) gets ``fill``: the calls run while waiting
-    (:class:`Filler`)."""
+    callable that sample times (pytest-benchmark's ``pedantic(setup=...)``). ``meta``:
+    micro-meta.json's document, written again at the end with the CPU swap's moves
+    (``cpu_swap``) and the calls run while waiting (``fill``, :class:`Filler`)."""
     cpu_clock = CpuClock()
     filler = Filler(fn, prepare) if handshake is not None and handshake.fill else None
     elapsed: int | None = None
@@ -263,7 +264,7 @@ def sample_loop(
                         raise
                     raise failure("setup", exc) from exc
             if filler is not None:
-                filler.arm(elapsed, evaluations if prepare is None else 1)
+                filler.arm(elapsed, evaluations)
                 handshake.wait(filler)
                 filler.settle()
             elif handshake is not None:
@@ -289,8 +290,12 @@ def sample_loop(
                 measured += 1
     finally:
         cpu_clock.close()
-        if filler is not None and meta is not None:
-            meta["fill"] = filler.to_json()
+        if meta is not None and (swap is not None or filler is not None):
+            if swap is not None:
+                meta["cpu_swap"] = swap.to_json()
+            if filler is not None:
+                meta["fill"] = filler.to_json()
+            write_json(samples.directory, META_FILE, meta)
 
 
 def sample_callable(
@@ -342,10 +347,6 @@ def sample_callable(
         sample_loop(options, h, rows, fn, evaluations, timeout, handshake, swap, prepare, info)
     finally:
         rows.close()
-        if swap is not None:
-            info["cpu_swap"] = swap.to_json()
-        if swap is not None or "fill" in info:
-            write_json(output, META_FILE, info)
         if handshake is not None and last:
             try:
                 handshake.done()

@@ -343,10 +343,6 @@ def _measure(
         sampling.sample_loop(args, h, samples, fn, evaluations, timeout, handshake, swap, meta=info)
     finally:
         samples.close()
-        if swap is not None:
-            info["cpu_swap"] = swap.to_json()
-        if swap is not None or "fill" in info:
-            sampling.write_json(ctx.output, sampling.META_FILE, info)
         if handshake is not None:
             try:
                 handshake.done()  # release the other side now; the executor would tell it later
