@@ -81,11 +81,19 @@ def test_many_short_calls_fill_a_long_wait_and_stop_in_time() -> None:
 
 
 def test_equal_sides_do_not_fill_their_short_waits() -> None:
-    """A/A: the waits are jitter, far shorter than half a call."""
+    """A/A: the waits are jitter, far shorter than half a call -- or, with short calls,
+    longer than a call but a small part of the sample (0.3 ms of 1.4 ms, 7 calls of 0.2 ms:
+    filled, the other side would then wait for this one's overrun, and so on)."""
     clock = Clock()
     f = filler(clock, 8)
     made = [wait(f, clock, go_ms=0.05) for _ in range(10)]
     assert made == [0] * 10
+    f = filler(clock, 0.2)
+    made = [wait(f, clock, go_ms=0.3, sample_ms=1.4, evaluations=7) for _ in range(10)]
+    assert made == [0] * 10
+    assert wait(f, clock, go_ms=1.4, sample_ms=1.4, evaluations=7) == 0  # one long wait
+    made = [wait(f, clock, go_ms=1.4, sample_ms=1.4, evaluations=7) for _ in range(4)]
+    assert made[-1] >= 5  # a 2x: waits as long as the sample are filled
 
 
 def test_a_wait_that_shrank_costs_at_most_one_call_and_is_learnt() -> None:

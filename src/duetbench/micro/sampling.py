@@ -154,9 +154,12 @@ class Filler:
     other side preempted once) does not start the filling. A wait is known exactly when
     it ended in polling; when the go came during a call, it ended somewhere in that call,
     and the expectation is kept where it fits there (moved to the call's nearer end where
-    not). A call starts only while it should end within a quarter of a call after the
-    expected go: a side runs on at most about one call into the other's next sample, and
-    sides that take about as long never fill (their waits are jitter). After
+    not). Only a wait expected to last at least half of this side's sample is filled:
+    sides that take about as long never fill (their waits are jitter, and a call run into
+    one would make the other side wait in turn), nor does the overrun of the other side's
+    last call start this side's filling. A call starts only while it should end within a
+    quarter of a call after the expected go: a side runs on at most about one call into
+    the other's next sample. After
     :attr:`PROBE` waits in a row that ended during a call, one wait is polled to measure
     it exactly (a wait that shrank is seen). A call that raises ends the filling for the
     run (``error``); the samples go on."""
@@ -167,6 +170,7 @@ class Filler:
     def __init__(self, fn: Any, prepare: Any = None, clock: Any = time.perf_counter_ns) -> None:
         self.fn, self.prepare, self.clock = fn, prepare, clock
         self.call_ns = 0  # one call's duration; 0 until a sample was taken
+        self.sample_ns = 0  # this side's last sample
         self.waits: list[int] = []  # the last MEMORY waits, oldest first
         self.expected_ns = 0  # how long the next wait should last
         self.calls = 0
@@ -179,6 +183,7 @@ class Filler:
     def arm(self, sample_ns: int | None = None, evaluations: int = 1) -> None:
         """Before a handshake; ``sample_ns``: the sample just taken (``evaluations`` calls)."""
         if sample_ns is not None:
+            self.sample_ns = sample_ns
             self.call_ns = max(1, sample_ns // max(1, evaluations))
         self.start, self.last, self.declined = self.clock(), None, False
 
@@ -189,6 +194,7 @@ class Filler:
             self.error is not None
             or not self.call_ns
             or self.inexact >= self.PROBE
+            or 2 * self.expected_ns < self.sample_ns
             or waited + self.call_ns > self.expected_ns + self.call_ns // 4
         ):
             self.declined = True
