@@ -29,9 +29,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from duetbench.errors import AnalysisError
+
+from ..analysis.distributions import t_isf
 
 __all__ = [
     "group_sequential_multiplier",
@@ -251,5 +253,5 @@ def group_sequential_multiplier(
     out = np.full(z.shape, np.inf)
     ok = np.isfinite(z) & (n >= 2)
     p_half = special.ndtr(-z[ok])
-    out[ok] = stats.t.isf(p_half, n[ok] - 1.0)
+    out[ok] = t_isf(p_half, n[ok] - 1.0)
     return out

@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
-from scipy import stats
 
 from ..analysis.costs import CostModel, estimate_costs
+from ..analysis.distributions import chi2_ppf, f_cdf, f_ppf, t_ppf
 from ..errors import AnalysisError
 from .planning import Plan, plan_for_power, plan_for_precision, precision_stop_runs
 from .prior import Prior
@@ -154,7 +154,7 @@ def _variance_range(model: CostModel) -> tuple[float, float]:
     runs needed scale with it -- a pilot of 5 runs cannot predict within 1.5x."""
     k = max(model.runs - 1, 1)
     tail = (1 - RANGE_LEVEL) / 2
-    return k / float(stats.chi2.ppf(1 - tail, k)), k / float(stats.chi2.ppf(tail, k))
+    return k / float(chi2_ppf(1 - tail, k)), k / float(chi2_ppf(tail, k))
 
 
 def _scaled(model: CostModel, factor: float) -> CostModel:
@@ -208,12 +208,12 @@ def fixed_reach(
         return FixedReach(runs, None, None if goal is None else 0.0, level)
     sd = math.sqrt(model.value_var(model.iterations))
     k = max(model.runs - 1, 1)
-    t = float(stats.t.ppf(0.5 + confidence / 2.0, runs - 1))
+    t = float(t_ppf(0.5 + confidence / 2.0, runs - 1))
     if sd == 0:
         return FixedReach(runs, 0.0, None if goal is None else 1.0, level)
-    reach = t * sd * math.sqrt(float(stats.f.ppf(level, runs - 1, k)) / runs)
+    reach = t * sd * math.sqrt(float(f_ppf(level, runs - 1, k)) / runs)
     probability = None
     if goal is not None:
         x = (math.asinh(goal) ** 2) * runs / (t * sd) ** 2
-        probability = float(stats.f.cdf(x, runs - 1, k))
+        probability = float(f_cdf(x, runs - 1, k))
     return FixedReach(runs, math.sinh(reach), probability, level)

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from duetbench.errors import AnalysisError
 
+from ..analysis.distributions import f_ppf
 from .prior import Prior
 
 __all__ = ["PILOT_SHARE", "MethodChoice", "choose_method", "contradicts"]
@@ -129,7 +129,7 @@ def choose_method(
     if current is not None and current in scores and current != best:
         # the variance ratio of two alike methods is F-distributed: a 5-run pilot may
         # look 6x tighter than the current method's 30 runs by chance alone
-        chance = float(stats.f.ppf(SWITCH_CONFIDENCE, df[current], df[best]))
+        chance = float(f_ppf(SWITCH_CONFIDENCE, df[current], df[best]))
         if scores[best] * max(margin, chance) > scores[current]:
             best = current
     # the first choice (and keeping it) counts the pilot, looking first at twice its
@@ -165,7 +165,7 @@ def contradicts(values: object, prior: Prior, *, margin: float = SWITCH_MARGIN) 
     if len(v) < 3:
         return False
     ratio = float(np.var(v, ddof=1)) / max(float(prior.sd or 0.0) ** 2, 1e-300)
-    chance = float(stats.f.ppf(SWITCH_CONFIDENCE, len(v) - 1, int(prior.df)))
+    chance = float(f_ppf(SWITCH_CONFIDENCE, len(v) - 1, int(prior.df)))
     return ratio > max(margin, chance)
 
 

@@ -14,11 +14,12 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from duetbench.errors import AnalysisError
 
 from ..analysis.costs import CostModel
+from ..analysis.distributions import chi2_ppf
 from ..schema import Verdict
 from .rules import StopRule, first_stops, goal_first_look, runs_to_reach
 from .sequential import Design
@@ -215,10 +216,10 @@ def precision_stop_runs(
     target = math.asinh(rule.precision)
     tail = (1.0 - level) / 2.0
     reach = runs_to_reach(target, sd, rule, 0)
-    wide = sd if df is None else sd * math.sqrt(df / float(stats.chi2.ppf(tail, df)))
+    wide = sd if df is None else sd * math.sqrt(df / float(chi2_ppf(tail, df)))
     far = runs_to_reach(target, wide, rule, 0)
     if rule.resolved_design is Design.GROUP or far is None or 2 * far > STOP_HORIZON or sd == 0:
-        narrow = sd if df is None else sd * math.sqrt(df / float(stats.chi2.ppf(1 - tail, df)))
+        narrow = sd if df is None else sd * math.sqrt(df / float(chi2_ppf(1 - tail, df)))
         low = runs_to_reach(target, narrow, rule, 0)
         return StopRuns(reach, low, far, simulated=False)
     horizon = max(2 * far, rule.min_runs + 2, 10)

@@ -38,8 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from ..analysis.distributions import f_sf, norm_ppf, t_ppf
 from .boundaries import mixture_precision, normal_mixture_multiplier
 from .guards import Guard, ShapePrior, skewed_bounds
 from .prior import Prior
@@ -111,11 +111,11 @@ def prior_intervals(
     df = w + n - 1.0
     pooled = np.sqrt((w * s0 * s0 + (n - 1.0) * cur_var) / df)
     level = 0.5 + confidence / 2.0
-    t = stats.t.ppf(level, df)
+    t = t_ppf(level, df)
     if design is Design.WIDTH:
         mult = t * (1.0 + (WIDTH_INFLATION - 1.0) * ((n - 1.0) / df) ** 2)
     else:
-        z = float(stats.norm.ppf(level))
+        z = float(norm_ppf(level))
         phi = mixture_precision(tuned_for, confidence)
         mult = normal_mixture_multiplier(n, confidence, phi) * t / z
     looked = n >= max(first_look, 1) if looks is None else np.asarray(looks, dtype=bool)
@@ -133,7 +133,7 @@ def prior_intervals(
 
     # the check: noisier than the prior said (F test against the prior's full df)
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = stats.f.sf(cur_var / (s0 * s0), np.maximum(n - 1.0, 1.0), df0)
+        p = f_sf(cur_var / (s0 * s0), np.maximum(n - 1.0, 1.0), df0)
     p = np.where(np.isnan(p), np.where(cur_var > 0, 0.0, 1.0), p)  # a prior SD of 0
     p = np.where(n >= PRIOR_FIRST_CHECK, p, np.nan)
     bad = np.nan_to_num(p, nan=1.0) < PRIOR_ALPHA

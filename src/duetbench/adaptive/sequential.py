@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy import stats
 
 from duetbench.errors import AnalysisError
 
+from ..analysis.distributions import t_ppf
 from .boundaries import (
     group_sequential_multiplier,
     mixture_precision,
@@ -148,7 +148,7 @@ def look_multipliers(
     looked = np.isin(n, seen)
     if d in (Design.NAIVE, Design.WIDTH):
         mult = np.full(runs, np.inf)
-        mult[1:] = stats.t.ppf(0.5 + confidence / 2.0, n[1:] - 1.0)
+        mult[1:] = t_ppf(0.5 + confidence / 2.0, n[1:] - 1.0)
         if d is Design.WIDTH:
             mult = mult * WIDTH_INFLATION
     else:

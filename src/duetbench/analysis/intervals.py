@@ -22,13 +22,14 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+from scipy import special
 
 from duetbench.errors import AnalysisError
 from duetbench.options import WEIGHTS, check_confidence, check_resamples, check_seed
 
 from ._resample import resample_blocks
 from ._table import GroupStreams, group_generator
+from .distributions import t_ppf
 
 _PURPOSE = "interval"
 # Poisson(1) by inversion: P(W <= k) for k = 0..; beyond the last entry (k >= 19) the
@@ -125,7 +126,7 @@ def t_interval(
     ss = np.bincount(g, weights=dev * dev, minlength=ng)
     with np.errstate(invalid="ignore", divide="ignore"):
         sem = np.sqrt(ss / (counts - 1)) / np.sqrt(counts)
-        q = stats.t.ppf(0.5 + c / 2.0, np.where(counts > 1, counts - 1, np.nan))
+        q = t_ppf(0.5 + c / 2.0, np.where(counts > 1, counts - 1, np.nan))
     half = q * sem
     ok = counts > 1
     low = np.where(ok, mean - half, np.nan)
@@ -372,7 +373,7 @@ def weighted_bootstrap_interval(
         hi_dev = np.full(len(gi), np.nan)
         u = np.empty(b * h)
         draw_poisson = _Poisson1(b * h)
-        t_q = stats.t.ppf(0.5 + c / 2.0, h - 1)
+        t_q = t_ppf(0.5 + c / 2.0, h - 1)
         if method == "bca":
             # leave-one-cluster-out jackknife of the mean
             tot_s, tot_n = s_c.sum(axis=1, keepdims=True), n_c.sum(axis=1, keepdims=True)

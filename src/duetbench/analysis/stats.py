@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+from scipy import special
 
 from duetbench.errors import AnalysisError
 from duetbench.options import check_threshold
@@ -275,10 +275,18 @@ def mann_whitney_grouped(
         vals = (key[seg] >> 1) % (span // 2)
         a = vals[is_a[seg]]
         b = vals[~is_a[seg]]
-        res = stats.mannwhitneyu(a.astype(np.float64), b.astype(np.float64))
+        res = _scipy_u_test(a, b)
         u_a[gi] = float(res.statistic)
         p[gi] = float(res.pvalue)
     return GroupedU(u_a, p, n_a, n_b)
+
+
+def _scipy_u_test(a: np.ndarray, b: np.ndarray):
+    """scipy's U test (its exact distribution for small samples), imported when first
+    needed: scipy.stats costs every command that imports the analysis about half a second."""
+    from scipy.stats import mannwhitneyu
+
+    return mannwhitneyu(a.astype(np.float64), b.astype(np.float64))
 
 
 def mann_whitney_u(a: npt.ArrayLike, b: npt.ArrayLike, *, alpha: float = 0.05) -> MannWhitneyResult:
@@ -296,7 +304,7 @@ def mann_whitney_u(a: npt.ArrayLike, b: npt.ArrayLike, *, alpha: float = 0.05) -
         )
         u_a, pv = float(res.u_a[0]), float(res.pvalue[0])
     else:
-        r = stats.mannwhitneyu(av.astype(np.float64), bv.astype(np.float64))
+        r = _scipy_u_test(av, bv)
         u_a, pv = float(r.statistic), float(r.pvalue)
     est = 1.0 - u_a / (len(av) * len(bv))
     if pv < alpha:

@@ -41,9 +41,8 @@ from typing import Any, Unpack
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
+from ..analysis.distributions import norm_isf, t_isf
 from ..schema import Verdict
 from ._db import HistoryError
 from .findings import (
@@ -105,7 +104,7 @@ def detect_paired(
     s_loc = np.array([_local_se(d, se, i, st.window) for i in range(n)])
     # each step's standard error is estimated from its runs: Student's t, not the normal
     dof = np.array([max(1, s.runs - len(s.experiments)) for s in steps], dtype=float)
-    crit = student_t.isf(st.alpha / 2, dof)
+    crit = t_isf(st.alpha / 2, dof)
     cand = (np.abs(d / s_loc) >= crit) & (np.abs(np.expm1(d)) >= st.min_change)
     # a step whose experiment decided `slower` or `faster` is a change on that evidence
     # when its neighbours' spread confirms it; else its runs are re-tested as above
@@ -243,7 +242,7 @@ def _on_evidence(
         return None
     ev = s.evidence
     assert ev is not None
-    q = float(norm.isf((1 - ev.confidence) / 2))
+    q = float(norm_isf((1 - ev.confidence) / 2))
     half = (ev.log_high - ev.log_low) / 2
     own = max(half / q, 1e-12)
     s_ev = float(np.hypot(own, np.sqrt(_hidden_spread(d, se, i, st.window))))
@@ -401,7 +400,7 @@ def _interval(h: _Hit) -> tuple[float, float, float]:
             float(np.expm1(h.bounds[0])),
             float(np.expm1(h.bounds[1])),
         )
-    q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
+    q = float(norm_isf((1 - REPORT_CONFIDENCE) / 2))
     return (
         float(np.expm1(h.log_change)),
         float(np.expm1(h.log_change - q * h.se)),
@@ -472,7 +471,7 @@ def _marked_change(
     s: Series, m: Mark, last_good: str | None, steps_into: dict[str, Step], st: DetectionSettings
 ) -> Change:
     step = steps_into.get(m.version)
-    q = float(norm.isf((1 - REPORT_CONFIDENCE) / 2))
+    q = float(norm_isf((1 - REPORT_CONFIDENCE) / 2))
     if step is not None:
         c = step.change
         lo, hi = np.expm1(step.log_ratio - q * step.se), np.expm1(step.log_ratio + q * step.se)

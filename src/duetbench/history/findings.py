@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
+from ..analysis.distributions import norm_isf
 from ..schema import Verdict
 from ._db import HistoryError
 from .series import SeriesKey
@@ -40,11 +40,11 @@ class DetectionSettings:
 
     @property
     def z(self) -> float:
-        return float(norm.isf(self.alpha / 2))
+        return float(norm_isf(self.alpha / 2))
 
     @property
     def z_absolute(self) -> float:
-        return float(norm.isf(self.alpha_absolute / 2))
+        return float(norm_isf(self.alpha_absolute / 2))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
