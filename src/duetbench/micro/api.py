@@ -20,15 +20,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DuetError
 from ..execute.hang import IDLE_CPU_SHARE, idle_tree
-from ..parse.micro import read_worker_error
 from ..proctools.guarded import run_captured
 from .calibration import Calibration, Settings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WORKER = Path(__file__).with_name("worker.py")
 #: Worker exit statuses (worker.py's docstring).
@@ -213,6 +213,8 @@ def _run_worker(
             raise MicroError(f"cannot {what}: {argv[0]} does not exist or is not on PATH") from None
         except PermissionError:
             raise MicroError(f"cannot {what}: {argv[0]} is not executable") from None
+        from ..parse.micro import read_worker_error  # the parsers import pandas
+
         error = read_worker_error(Path(tmp))
     said = _last_lines(done.stderr)
     said = f"; its last output: {said}" if said else ""

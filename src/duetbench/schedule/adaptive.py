@@ -23,10 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..adaptive.prior import HostPriors, Prior
-from ..adaptive.results import analysed_values, explain
 from ..config.stop import StopSettings
 from ..errors import DuetError
 from ..options import CompareOptions
@@ -36,6 +34,9 @@ from ..schema import Method
 from ..store import ResultsStore
 from .method_pilot import AutoState, MethodPilot
 from .stop_state import KEY_SEP, MethodState, stop_key
+
+if TYPE_CHECKING:  # the analysis is imported when a rule first decides: not for a fixed plan
+    from ..adaptive.prior import HostPriors, Prior
 
 __all__ = ["FAILED_RUNS_STOP", "KEY_SEP", "StopTracker", "stop_key"]
 
@@ -103,16 +104,18 @@ class StopTracker:
         stops: dict[str, StopSettings],
         options: CompareOptions | None = None,
     ):
-        from ..adaptive import StopRule
-
         self.store = store
         self.plan = plan
         #: how run values are made (the verdicts' defaults): written to stops.json, so every
         #: command analyses the runs the rule took as the rule did
         self.options = (options or CompareOptions()).checked()
-        self.states: dict[str, MethodState] = {
-            key: MethodState(s, StopRule.create(**s.rule_kwargs()), key) for key, s in stops.items()
-        }
+        self.states: dict[str, MethodState] = {}
+        if stops:  # the rules import the analysis (half a second): only when there are some
+            from ..adaptive import StopRule
+
+            self.states = {
+                k: MethodState(s, StopRule.create(**s.rule_kwargs()), k) for k, s in stops.items()
+            }
         self.pilot = MethodPilot(self.states, self)
         #: this host's priors in a results repository (``duet run --repo``;
         #: docs/adaptive.md, "Stopping with the repository's priors"): per (table
@@ -316,6 +319,8 @@ class StopTracker:
         import numpy as np
         import pandas as pd
 
+        from ..adaptive.results import analysed_values
+
         reps = st.value_runs.get(bench, [])[st.analyse_from :]
         tables = [st.tables[r] for r in reps if r in st.tables]
         if not tables:  # values given without their iterations
@@ -363,6 +368,8 @@ class StopTracker:
 
     def document(self) -> dict[str, Any]:
         """stops.json: per benchmark x method its rule, runs, seconds, decision(s), skips."""
+        from ..adaptive.results import explain
+
         out: dict[str, Any] = {}
         for key, st in self.states.items():
             bench, _, method = key.rpartition(KEY_SEP)
@@ -419,6 +426,8 @@ class StopTracker:
         the methods they cost without a pilot; stops.json ``history`` says where they
         came from. A resumed experiment keeps the priors it started with (stops.json),
         so its decisions are the ones it would have reached."""
+        from ..adaptive.prior import HostPriors
+
         stored = HostPriors.from_stops(self.store.stops() if hasattr(self.store, "stops") else None)
         self.history = stored if stored is not None else priors
         self.pilot.start(self.history.priors)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..adaptive.method_choice import MethodChoice
-from ..adaptive.prior import Prior
-from ..adaptive.sequential import WIDTH_FIRST_LOOK
 from ..errors import DuetError
 from .stop_state import MethodState, seconds_of, stop_key
+
+if TYPE_CHECKING:
+    from ..adaptive.method_choice import MethodChoice
+    from ..adaptive.prior import Prior
 
 __all__ = ["WAITING", "AutoState", "MethodPilot", "Tracker"]
 
@@ -325,6 +326,8 @@ class MethodPilot:
         with its next run, so it has only the budget's rest, while the current method
         keeps its runs. ``score / seconds`` is that variance (the score is the variance
         per machine-second). Without a budget a switch always pays in the long run."""
+        from ..adaptive.sequential import WIDTH_FIRST_LOOK
+
         budget = states[current].rule.budget_s
         if budget is None:
             return True

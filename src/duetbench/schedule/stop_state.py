@@ -9,13 +9,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..adaptive.rules import Decision, StopRule
 from ..config.stop import StopSettings
 from ..plan import RunSpec
 from ..records import RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..adaptive.rules import Decision, StopRule
 
 __all__ = ["KEY_SEP", "MethodState", "seconds_of", "stop_key"]
 
