@@ -431,6 +431,39 @@ def test_suite_without_a_parser_is_a_label():
     assert local.name == "tmp"
 
 
+@pytest.mark.parametrize("alias", ["builtin", "duet"])
+def test_the_built_in_harness_by_its_other_names_times_each_iteration(alias):
+    """`builtin` and `duet` (the thesis's names) are the built-in harness: the command runs
+    per iteration. Read as a harness of their own they ran it once and found no results
+    after the runs had been measured."""
+    native = loads_config(
+        f"experiment: {{name: x}}\nbenchmarks:\n  b:\n    harness: {alias}\n    command: go\n"
+    )
+    thesis = loads_config(f"duetbench:\n  duets: [a]\n  suite: {alias}\na:\n  A: {{run: go}}\n")
+    explicit = loads_config(f"duetbench:\n  duets: [a]\na:\n  harness: {alias}\n  A: {{run: go}}\n")
+    for exp in (native, thesis, explicit):
+        assert exp.benchmarks[0].harness == "command"
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("experiment: {name: x}\nbenchmarks:\n  b:\n    harness: generc\n    command: go\n", 4),
+        (
+            "experiment: {name: x}\ndefaults: {harness: generc}\nbenchmarks:\n  b: {command: go}\n",
+            2,
+        ),
+        ("duetbench:\n  duets: [a]\na:\n  harness: generc\n  A: {run: go}\n", 4),
+    ],
+)
+def test_a_harness_no_parser_has_is_refused_before_anything_runs(text, line):
+    with pytest.raises(ConfigError) as err:
+        loads_config(text)
+    said = str(err.value)
+    assert "harness 'generc' names no result parser" in said and "Did you mean 'generic'" in said
+    assert err.value.line == line
+
+
 def test_remove_containers_false_in_a_benchmark_keeps_containers():
     exp = loads_config("duetbench:\n  duets: [a]\na:\n  remove_containers: false\n  A: {run: x}\n")
     assert exp.container.remove_containers is False

@@ -19,6 +19,7 @@ from .fields import (
     experiment_name,
     hang_value,
 )
+from .harness import checked as checked_harness
 from .micro import MICRO_HARNESS, check_not_micro, is_micro, micro_benchmark_parts
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import NativeBenchmark, NativeConfig, NativeRepetitions, NativeSide
@@ -113,10 +114,15 @@ def _benchmark(
         reps = _reps(exp.repetitions)
     else:
         reps = dict(DEFAULT_REPETITIONS)
-    harness = m.harness or ("generic" if (a.results or b.results) else "command")
+    where = ("benchmarks", name)
     if micro is not None:
         harness = MICRO_HARNESS
-    where = ("benchmarks", name)
+    elif m.harness:
+        harness = checked_harness(
+            doc, m.harness, where + ("harness",) if "harness" in own else ("defaults", "harness")
+        )
+    else:
+        harness = "generic" if (a.results or b.results) else "command"
     check_busy_shorter_side(
         doc,
         name,

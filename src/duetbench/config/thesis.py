@@ -22,28 +22,13 @@ from .fields import (
     hang_value,
     safe_experiment_name,
 )
+from .harness import canonical, known_harnesses, near_miss
+from .harness import checked as checked_harness
 from .model import DEFAULT_ARTIFACTS, Benchmark, ContainerSettings, Experiment, Side
 from .schema_models import ThesisBenchmark, ThesisSection, ThesisSide
 from .yamlload import LocatedYaml
 
 _THESIS_UNIQUE = ("name", "seed", "docker_command", "artifacts", "duets", "executor")
-
-#: Result parsers shipped with duetbench (entry points of ``duetbench.parsers``) and the
-#: registry's aliases; a thesis ``suite:`` naming one of them selects that parser.
-_BUILTIN_PARSERS = frozenset(
-    {"command", "generic", "renaissance", "dacapo", "scalabench", "speccpu", "pyperf"}
-    | {"pyperformance", "jmh", "hyperfine", "duet", "builtin", "csv", "jsonl"}
-)
-
-
-def _parser_names() -> frozenset[str]:
-    from importlib.metadata import entry_points
-
-    try:
-        names = {ep.name for ep in entry_points(group="duetbench.parsers")}
-    except Exception:  # a broken installation must not stop the config from loading
-        names = set()
-    return _BUILTIN_PARSERS | names
 
 
 def _is_thesis_benchmark(v: Any) -> bool:
@@ -73,7 +58,7 @@ def load_thesis(doc: LocatedYaml) -> Experiment:
     inherited = section.model_dump(exclude_unset=True)
     for k in _THESIS_UNIQUE:
         inherited.pop(k, None)
-    parsers = _parser_names()
+    parsers = known_harnesses()
     benchmarks = []
     owns: dict[str, dict[str, Any]] = {}
     for name in names:
@@ -157,7 +142,7 @@ def _check_duets(doc: LocatedYaml, names: list[str]) -> None:
         if name not in data:
             sections = [k for k in data if k != "duetbench"]
             close = difflib.get_close_matches(name, sections, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
+            hint = f" Did you mean '{close}'?" if close else ""
             raise located_error(
                 doc,
                 f"`duets:` names '{name}' but there is no top-level section `{name}:`.{hint}",
@@ -214,8 +199,11 @@ def _benchmark(
     b = _side(doc, name, "B", bench.B, g, section) if "B" in raw else a
     suite = g.get("suite", "")
     results = a.results or b.results
-    harness = g.get("harness") or _harness_of_suite(
-        suite, bool(results), parsers, doc, name, "suite" in own
+    where = (name, "harness") if "harness" in own else ("duetbench", "harness")
+    harness = (
+        checked_harness(doc, g.get("harness"), where)
+        if g.get("harness")
+        else _harness_of_suite(suite, bool(results), parsers, doc, name, "suite" in own)
     )
     reps = (
         ("seqn", g.get("sequential_repetitions", 0)),
@@ -329,13 +317,13 @@ def _harness_of_suite(
     """The thesis's `suite:` picks the result parser (duetprocess did the same); a suite
     no parser knows is a label, and a near miss of a parser name is a typo."""
     if suite in parsers:
-        return suite
+        return canonical(suite)
     if suite:
-        close = difflib.get_close_matches(suite, sorted(parsers), n=1, cutoff=0.8)
+        close = near_miss(suite, parsers)
         if close:
             raise located_error(
                 doc,
-                f"suite '{suite}' names no result parser. Did you mean '{close[0]}'? "
+                f"suite '{suite}' names no result parser. Did you mean '{close}'? "
                 f"(If '{suite}' is only a label, also set `harness:` to the parser, "
                 "e.g. `harness: generic`.)",
                 (name, "suite") if own else ("duetbench", "suite"),
