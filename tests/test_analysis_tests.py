@@ -17,7 +17,7 @@ from duetbench.analysis import (
     ratio_test,
 )
 from duetbench.analysis.simulate import simulate
-from duetbench.analysis.stats import mann_whitney_grouped
+from duetbench.analysis.stats import _u_counts, exact_u_pvalue, mann_whitney_grouped
 from duetbench.errors import AnalysisError
 
 COLUMNS = [
@@ -46,7 +46,7 @@ COLUMNS = [
 # -- Mann-Whitney U ---------------------------------------------------------------
 
 
-def test_u_test_equals_scipy_exactly_with_ties_and_small_samples() -> None:
+def test_u_test_equals_scipy_with_ties_and_small_samples() -> None:
     rng = np.random.default_rng(0)
     for n_a, n_b, hi in [
         (30, 40, 10**9),
@@ -61,7 +61,24 @@ def test_u_test_equals_scipy_exactly_with_ties_and_small_samples() -> None:
         ref = stats.mannwhitneyu(a, b)
         ours = mann_whitney_u(a, b)
         assert ours.statistic == ref.statistic
-        assert ours.pvalue == ref.pvalue
+        # the exact distribution (a side of at most 8, no ties) is our own count: equal to
+        # the last bits of a double
+        assert ours.pvalue == pytest.approx(ref.pvalue, rel=1e-12, abs=0)
+
+
+def test_exact_u_distribution_by_hand_and_against_scipy() -> None:
+    """Two values a side: of the 6 orders, U = 0, 1, 2, 3, 4 in 1, 1, 2, 1, 1 of them, so
+    U = 0 is twice 1/6 from the middle. Lopsided sizes (8 against 300) as scipy has them."""
+    assert _u_counts(2, 2) == (1, 1, 2, 1, 1)
+    assert exact_u_pvalue(0, 2, 2) == pytest.approx(1 / 3) and exact_u_pvalue(2, 2, 2) == 1.0
+    rng = np.random.default_rng(4)
+    for n_a, n_b in [(1, 1), (1, 9), (3, 8), (8, 8), (8, 300), (300, 5), (9, 8)]:
+        for _ in range(5):
+            x = rng.permutation(n_a + n_b)
+            ref = stats.mannwhitneyu(x[:n_a], x[n_a:], method="exact")
+            assert exact_u_pvalue(int(ref.statistic), n_a, n_b) == pytest.approx(
+                ref.pvalue, rel=1e-12, abs=0
+            )
 
 
 def test_grouped_u_test_equals_scipy_on_every_group() -> None:
@@ -80,7 +97,7 @@ def test_grouped_u_test_equals_scipy_on_every_group() -> None:
         np.concatenate(vals)[perm], np.concatenate(side)[perm], np.concatenate(grp)[perm], 200
     )
     assert np.array_equal(res.u_a, [e.statistic for e in expect])
-    assert np.array_equal(res.pvalue, [e.pvalue for e in expect])
+    np.testing.assert_allclose(res.pvalue, [e.pvalue for e in expect], rtol=1e-12, atol=0)
 
 
 def test_compare_reports_the_u_test_of_all_filtered_durations() -> None:

@@ -34,9 +34,13 @@ def test_each_function_equals_scipy_stats_over_a_grid() -> None:
 
 
 def test_the_analysis_and_the_history_import_no_scipy_stats() -> None:
+    """Not even to compare small samples (a side of at most 8 values: the exact U test)."""
     code = (
         "import sys\n"
         "import duetbench.analysis, duetbench.adaptive.results, duetbench.history.changes\n"
+        "from duetbench.analysis import compare\n"
+        "from duetbench.analysis.simulate import simulate\n"
+        "compare(simulate(benchmarks=2, runs=3, iterations=2, slowdown=0.05, seed=1))\n"
         "print('scipy.stats' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,7 +196,7 @@ def mann_whitney_grouped(
     continuity correction): the normal approximation with the tie correction is
     computed for all groups at once with scipy's expression; groups where scipy
     would use the exact distribution (a side with at most 8 values and no ties)
-    are handed to scipy. ``durations`` are non-negative integers (ns). ``per_side``,
+    take it from :func:`exact_u_pvalue`. ``durations`` are non-negative integers (ns). ``per_side``,
     when the caller has it, is the number of rows of every (group, side) at
     ``2 * group + side``.
     """
@@ -271,14 +273,36 @@ def mann_whitney_grouped(
     p[ok] = pv
     exact = ok & ((n_a <= 8) | (n_b <= 8)) & ~has_ties
     for gi in np.flatnonzero(exact):
-        seg = slice(starts[gi], starts[gi] + counts[gi])
-        vals = (key[seg] >> 1) % (span // 2)
-        a = vals[is_a[seg]]
-        b = vals[~is_a[seg]]
-        res = _scipy_u_test(a, b)
-        u_a[gi] = float(res.statistic)
-        p[gi] = float(res.pvalue)
+        p[gi] = exact_u_pvalue(round(u_a[gi]), int(n_a[gi]), int(n_b[gi]))
     return GroupedU(u_a, p, n_a, n_b)
+
+
+@functools.lru_cache(maxsize=256)
+def _u_counts(m: int, n: int) -> tuple[int, ...]:
+    """How many of the C(m+n, m) orders of m A and n B values give U = 0, 1, ..., m*n:
+    the coefficients of the Gaussian binomial [m+n choose m]_q, built as the product of
+    (1 - q^(n+i)) / (1 - q^i) for i = 1..m, in exact integers."""
+    c = [1] + [0] * (m * n)
+    for i in range(1, m + 1):
+        step = n + i
+        for k in range(len(c) - 1, step - 1, -1):  # times (1 - q^(n+i))
+            c[k] -= c[k - step]
+        for k in range(i, len(c)):  # divided by (1 - q^i)
+            c[k] += c[k - i]
+    return tuple(c)
+
+
+def exact_u_pvalue(u_a: int, n_a: int, n_b: int) -> float:
+    """The two-sided p-value of U = ``u_a`` from U's exact distribution under no
+    difference and no ties, as ``scipy.stats.mannwhitneyu`` gives it (twice the chance
+    of a U at least as far from the middle, at most 1). Used where a side has at most 8
+    values (scipy's rule); the counts are symmetric, so the upper tail is summed as the
+    lower one."""
+    m, n = min(n_a, n_b), max(n_a, n_b)
+    counts = _u_counts(m, n)
+    far = max(u_a, n_a * n_b - u_a)  # U at least this far up, or as far down
+    tail = sum(counts[: m * n - far + 1])
+    return min(1.0, 2.0 * tail / math.comb(m + n, m))
 
 
 def _scipy_u_test(a: np.ndarray, b: np.ndarray):
