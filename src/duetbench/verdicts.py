@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .adaptive.results import adaptive_rows
 from .analysis import compare
 from .analysis.compare import labelled
 from .dataset import Dataset
@@ -117,6 +116,8 @@ def verdicts(dataset: Dataset, options: CompareOptions | None = None) -> Verdict
     rows = compare(dataset.table, opts)
     adaptive = bool(dataset.stops) and not rows.empty
     if adaptive:
+        from .adaptive.results import adaptive_rows  # the stopping rules: only where they ran
+
         rows = adaptive_rows(rows, dataset.table, dataset.stops, rule_options(dataset.stops, opts))
         adaptive = "stop" in rows.columns
     return VerdictTable(_labelled(rows), opts, dataset, adaptive)
