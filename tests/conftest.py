@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import textwrap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -98,19 +100,39 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+@contextmanager
+def once_per_session(request: pytest.FixtureRequest, name: str) -> Iterator[tuple[Path, bool]]:
+    """A folder ``name`` that every pytest-xdist worker of this session shares, locked
+    while the caller is inside, and whether an earlier caller finished filling it
+    (``done``): the first fills it, the others wait and reuse it."""
+    factory = request.getfixturevalue("tmp_path_factory")
+    base = factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):  # a worker's base is .../pytest-N/popen-gwK
+        base = base.parent
+    folder = base / name
+    folder.mkdir(exist_ok=True)
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / ".done"
+        yield folder, done.exists()
+        done.touch()
+
+
 @pytest.fixture(scope="session")
-def quickstart_results(tmp_path_factory) -> Path:
-    """The bundled quickstart example, run once per test session (about a minute)."""
-    out = tmp_path_factory.mktemp("quickstart")
-    r = run_duet(
-        "run",
-        str(ROOT / "examples" / "quickstart" / "duet.yml"),
-        "-o",
-        str(out),
-        "--no-compare",
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
+def quickstart_results(request: pytest.FixtureRequest) -> Path:
+    """The bundled quickstart example, run once per test session (about a minute) and
+    shared by the workers."""
+    with once_per_session(request, "quickstart") as (out, done):
+        if not done:
+            r = run_duet(
+                "run",
+                str(ROOT / "examples" / "quickstart" / "duet.yml"),
+                "-o",
+                str(out),
+                "--no-compare",
+                timeout=600,
+            )
+            assert r.returncode == 0, r.stderr
     return out / "quickstart"
 
 

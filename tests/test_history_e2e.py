@@ -36,8 +36,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import run_duet
-from tests.helpers import SETUP_HINT, require_tool
+from tests.helpers import SETUP_HINT, duet_in_process, require_tool, run_duet
 
 VERSIONS = 31  # v0 .. v30: 30 steps
 SLOW = {10: 0.20, 21: 0.20}  # version -> injected slowdown of the work
@@ -161,24 +160,26 @@ def test_thirty_versions_two_injected_slowdowns_found_exactly(tmp_path: Path) ->
             r = run_duet("run", str(cfg), "-o", str(results), "--no-compare")
             assert r.returncode == 0, r.stderr
             exp = str(results / f"v{n - 1}-v{n}")
-            r = run_duet("history", "add", exp, "--repo", str(history), *versions)
+            r = duet_in_process("history", "add", exp, "--repo", str(history), *versions)
             assert r.returncode == 0, r.stderr
 
     listed = json.loads(
-        run_duet("history", "list", "--repo", str(history), "--format", "json").stdout
+        duet_in_process("history", "list", "--repo", str(history), "--format", "json").stdout
     )
     assert len(listed["experiments"]) == VERSIONS - 1
     assert {v["label"] for v in listed["versions"]} == {f"v{n}" for n in range(VERSIONS)}
     assert all(v["commit"] for v in listed["versions"])
 
-    r = run_duet("history", "changes", "--repo", str(history), "--format", "json")
+    r = duet_in_process("history", "changes", "--repo", str(history), "--format", "json")
     assert r.returncode == 0, r.stderr
     changes = json.loads(r.stdout)["changes"]
     found = {c["first_bad"]: c for c in changes}
     if set(found) != {f"v{n}" for n in SLOW}:  # say what the missed steps' experiments read
         missed = [n for n in SLOW if f"v{n}" not in found]
         read = {
-            n: run_duet("compare", str(results / f"v{n - 1}-v{n}"), "--format", "json").stdout
+            n: duet_in_process(
+                "compare", str(results / f"v{n - 1}-v{n}"), "--format", "json"
+            ).stdout
             for n in missed
         }
         raise AssertionError(
@@ -198,9 +199,9 @@ def test_thirty_versions_two_injected_slowdowns_found_exactly(tmp_path: Path) ->
         assert c["ci_low"] > size / 2, c
 
     # the gate a CI job keeps on: a regression exits 1
-    r = run_duet("history", "changes", "--repo", str(history), "--fail-on-regression")
+    r = duet_in_process("history", "changes", "--repo", str(history), "--fail-on-regression")
     assert r.returncode == 1, r.stderr
-    r = run_duet(
+    r = duet_in_process(
         "history", "changes", "--repo", str(history), "--since", "v22", "--fail-on-regression"
     )
     assert r.returncode == 0, r.stdout + r.stderr
