@@ -538,6 +538,11 @@ BAD_THESIS = [
         ["suite 'dacpo'", "Did you mean 'dacapo'"],
     ),
     (
+        "duetbench:\n  duets: [alpha]\nalpah:\n  A: {run: x}\n",
+        2,
+        ["no top-level section `alpha:`", "Did you mean 'alpah'?"],
+    ),
+    (
         "duetbench:\n  syncduet_repetitions: 2\n  results: [r.csv]\n  duets: [a]\na:\n  A: {run: x}\n",
         2,
         ["syncduet_run_base", "syncduet_repetitions: 0"],

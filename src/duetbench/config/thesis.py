@@ -142,7 +142,7 @@ def _check_duets(doc: LocatedYaml, names: list[str]) -> None:
         if name not in data:
             sections = [k for k in data if k != "duetbench"]
             close = difflib.get_close_matches(name, sections, n=1)
-            hint = f" Did you mean '{close}'?" if close else ""
+            hint = f" Did you mean '{close[0]}'?" if close else ""
             raise located_error(
                 doc,
                 f"`duets:` names '{name}' but there is no top-level section `{name}:`.{hint}",
