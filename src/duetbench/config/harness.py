@@ -9,22 +9,25 @@ the entry-point group ``duetbench.parsers``.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any
 
+from ..parse.names import ALIASES
 from .errors import located_error
 from .yamlload import LocatedYaml
 
 BUILTIN = "command"
 #: other names of the built-in harness (the thesis's), read as ``command``
-BUILTIN_ALIASES = frozenset({"builtin", "duet"})
+BUILTIN_ALIASES = frozenset(k for k, v in ALIASES.items() if v == BUILTIN)
 #: the result parsers shipped with duetbench, with the registry's aliases
 SHIPPED = frozenset(
     {"command", "generic", "renaissance", "dacapo", "scalabench", "speccpu", "pyperf", "micro"}
-    | {"pyperformance", "jmh", "hyperfine", "csv", "jsonl"}
-    | BUILTIN_ALIASES
+    | {"pyperformance", "jmh", "hyperfine"}
+    | set(ALIASES)
 )
 
 
+@functools.lru_cache(maxsize=1)
 def known_harnesses() -> frozenset[str]:
     """Every name a harness may have here: the shipped ones and the registered parsers."""
     from importlib.metadata import entry_points

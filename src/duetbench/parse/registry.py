@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DuetError
+from .names import ALIASES
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,6 @@ class SideContext:
 
 Parser = Callable[[SideContext], pd.DataFrame]
 
-_BUILTIN_ALIASES = {"duet": "command", "builtin": "command", "csv": "generic", "jsonl": "generic"}
-
 
 def available_parsers() -> dict[str, Parser]:
     """All registered parsers by name (entry points of group ``duetbench.parsers``)."""
@@ -83,7 +82,7 @@ def _broken(name: str, exc: Exception) -> Parser:
 def get_parser(name: str) -> Parser:
     """The parser registered under ``name``; a clear error listing the known ones otherwise."""
     parsers = available_parsers()
-    key = _BUILTIN_ALIASES.get(name, name)
+    key = ALIASES.get(name, name)
     if key not in parsers:
         known = ", ".join(sorted(parsers))
         raise DuetError(
